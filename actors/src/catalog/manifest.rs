@@ -1,0 +1,198 @@
+//! The manifest: the last good catalog on disk, so search works before any upstream answers.
+//!
+//! Written atomically (temp file in the same directory, fsync, rename, fsync of the
+//! directory): a crash mid-write leaves the previous manifest intact, never a torn one.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::snapshot::{Snapshot, UpstreamState};
+use crate::mcp::types::Tool;
+
+pub const FORMAT: &str = "mcp-search-proxy/manifest@1";
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format: String,
+    pub fingerprint: String,
+    pub written_at_ms: u64,
+    pub upstreams: Vec<ManifestUpstream>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ManifestUpstream {
+    pub label: String,
+    pub url: String,
+    #[serde(default)]
+    pub listed_at_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Schema hash per tool name (the change journal compares against these).
+    #[serde(default)]
+    pub hashes: std::collections::BTreeMap<String, String>,
+    pub tools: Vec<Tool>,
+}
+
+impl Manifest {
+    pub fn from_snapshot(s: &Snapshot, now_ms: u64) -> Manifest {
+        Manifest {
+            format: FORMAT.into(),
+            fingerprint: s.fingerprint.clone(),
+            written_at_ms: now_ms,
+            upstreams: s
+                .upstreams
+                .iter()
+                .map(|u| ManifestUpstream {
+                    label: u.label.clone(),
+                    url: u.url.clone(),
+                    listed_at_ms: u.listed_at_ms,
+                    instructions: u.instructions.clone(),
+                    hashes: u
+                        .tools
+                        .iter()
+                        .map(|t| (t.name.clone(), super::snapshot::tool_hash(t)))
+                        .collect(),
+                    tools: u.tools.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Upstream states for the configured upstreams, matched by URL (then by label); entries
+    /// for upstreams no longer configured are dropped, since their tools could not be routed.
+    pub fn into_states(self, configured: &[(String, String)]) -> Vec<UpstreamState> {
+        let mut entries = self.upstreams;
+        configured
+            .iter()
+            .map(|(label, url)| {
+                let pos = entries
+                    .iter()
+                    .position(|e| &e.url == url)
+                    .or_else(|| entries.iter().position(|e| &e.label == label));
+                match pos {
+                    Some(i) => {
+                        let e = entries.swap_remove(i);
+                        UpstreamState {
+                            label: label.clone(),
+                            url: url.clone(),
+                            tools: e.tools,
+                            listed_at_ms: e.listed_at_ms,
+                            last_error: None,
+                            instructions: e.instructions,
+                        }
+                    }
+                    None => UpstreamState {
+                        label: label.clone(),
+                        url: url.clone(),
+                        ..Default::default()
+                    },
+                }
+            })
+            .collect()
+    }
+}
+
+/// Reads a manifest; `Ok(None)` when the file does not exist.
+pub fn load(path: &Path) -> Result<Option<Manifest>, String> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let m: Manifest =
+        serde_json::from_slice(&bytes).map_err(|e| format!("{} is not a valid manifest: {e}", path.display()))?;
+    if m.format != FORMAT {
+        return Err(format!(
+            "{} has format {:?}, expected {FORMAT:?}",
+            path.display(),
+            m.format
+        ));
+    }
+    Ok(Some(m))
+}
+
+/// Writes a manifest atomically.
+pub fn store(path: &Path, manifest: &Manifest) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir)?;
+    let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("manifest.json");
+    let tmp = dir.join(format!(".{file_name}.tmp{}", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        let bytes = serde_json::to_vec(manifest).map_err(std::io::Error::other)?;
+        f.write_all(&bytes)?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, path)?;
+        if let Ok(d) = std::fs::File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str) -> Tool {
+        serde_json::from_value(json!({"name": name, "inputSchema": {"type": "object"}})).unwrap()
+    }
+
+    #[test]
+    fn round_trips_and_matches_configured_upstreams() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/manifest.json");
+        let states = vec![
+            UpstreamState {
+                label: "a".into(),
+                url: "http://a/mcp".into(),
+                tools: vec![tool("t1")],
+                listed_at_ms: Some(5),
+                ..Default::default()
+            },
+            UpstreamState {
+                label: "b".into(),
+                url: "http://b/mcp".into(),
+                tools: vec![tool("t2")],
+                ..Default::default()
+            },
+        ];
+        let snap = Snapshot::build(states, 1);
+        store(&path, &Manifest::from_snapshot(&snap, 42)).unwrap();
+        let m = load(&path).unwrap().unwrap();
+        assert_eq!(m.fingerprint, snap.fingerprint);
+        assert_eq!(m.upstreams[0].hashes.len(), 1);
+        // "a" renamed but same URL, "b" removed, "c" new.
+        let configured = vec![
+            ("a2".to_string(), "http://a/mcp".to_string()),
+            ("c".to_string(), "http://c/mcp".to_string()),
+        ];
+        let st = m.into_states(&configured);
+        assert_eq!(st[0].label, "a2");
+        assert_eq!(st[0].tools.len(), 1);
+        assert_eq!(st[0].listed_at_ms, Some(5));
+        assert!(st[1].tools.is_empty());
+        let rebuilt = Snapshot::build(st, 2);
+        assert_eq!(rebuilt.tools.len(), 1);
+    }
+
+    #[test]
+    fn missing_file_is_none_and_garbage_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(load(&dir.path().join("nope.json")).unwrap().is_none());
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, b"{not json").unwrap();
+        assert!(load(&bad).is_err());
+    }
+}

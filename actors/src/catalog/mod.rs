@@ -1,0 +1,539 @@
+//! `CatalogActor`: owns the merged catalog, the routing table (tool → upstream), the search
+//! index, the fingerprint, the manifest file and the refresh state machine.
+//!
+//! Readers never wait for a refresh: [`GetSnapshot`] hands out the current `Arc<Snapshot>`
+//! and the HTTP workers search it on their own threads; a refresh builds a new snapshot off
+//! the actor (merge, index build and manifest write run on a blocking thread) and swaps it in
+//! whole.
+//!
+//! Refresh state machine (triggers: startup, TTL, `mcp_refresh`, unknown tool):
+//!
+//! ```text
+//!            trigger                      fan-out done
+//!   Idle ───────────────► Running{waiters} ─────────────► Idle  (waiters get the outcome)
+//!                           │     ▲   │ trigger                 
+//!                           │     │   ▼                         
+//!                           │     └ Running{waiters, queued}   (every further trigger joins
+//!                           │          │ fan-out done           the one queued fan-out)
+//!                           │          ▼
+//!                           └──── Running{queued waiters} ──► …
+//! ```
+//! At most one fan-out is in flight and at most one is queued; every caller gets the outcome
+//! of the fan-out that started after its trigger. In a fan-out, an upstream that fails keeps
+//! its previous tools (served stale); a fan-out in which every upstream fails changes nothing.
+
+pub mod manifest;
+pub mod snapshot;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use actix::prelude::*;
+use serde::Serialize;
+use tokio::sync::oneshot;
+
+pub use snapshot::{Collision, Snapshot, UpstreamState};
+
+use crate::upstream::{ListTools, Listing, UpstreamActor, UpstreamError};
+
+/// Catalog behaviour settings.
+#[derive(Debug, Clone)]
+pub struct CatalogConfig {
+    pub manifest_path: Option<PathBuf>,
+    /// Background refresh period (jittered ±10%); `None` = only explicit and unknown-tool refreshes.
+    pub ttl: Option<Duration>,
+    /// An unknown-tool refresh is skipped when the last fan-out finished this recently.
+    pub unknown_tool_cooldown: Duration,
+}
+
+impl Default for CatalogConfig {
+    fn default() -> Self {
+        CatalogConfig {
+            manifest_path: None,
+            ttl: None,
+            unknown_tool_cooldown: Duration::from_secs(2),
+        }
+    }
+}
+
+/// The catalog's link to one upstream actor.
+#[derive(Clone)]
+pub struct UpstreamHandle {
+    pub label: String,
+    pub url: String,
+    pub addr: Addr<UpstreamActor>,
+}
+
+/// Why a refresh was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefreshReason {
+    Startup,
+    Ttl,
+    Explicit,
+    UnknownTool,
+    ListChanged,
+}
+
+impl RefreshReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefreshReason::Startup => "startup",
+            RefreshReason::Ttl => "ttl",
+            RefreshReason::Explicit => "explicit",
+            RefreshReason::UnknownTool => "unknown_tool",
+            RefreshReason::ListChanged => "list_changed",
+        }
+    }
+}
+
+/// Current snapshot (cheap: an `Arc` clone).
+#[derive(Message)]
+#[rtype(result = "Arc<Snapshot>")]
+pub struct GetSnapshot;
+
+/// Asks for a fan-out refresh and waits for its outcome.
+#[derive(Message)]
+#[rtype(result = "Result<RefreshReport, RefreshFailure>")]
+pub struct Refresh {
+    pub reason: RefreshReason,
+    /// For unknown-tool refreshes: the generation the caller looked at. If the catalog has
+    /// moved on since (or refreshed within the cool-down), no new fan-out is started.
+    pub seen_generation: Option<u64>,
+}
+
+/// Per-upstream outcome of a refresh.
+#[derive(Debug, Clone, Serialize)]
+pub struct UpstreamReport {
+    pub label: String,
+    pub ok: bool,
+    pub tools: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// True when the tools served for this upstream come from an earlier listing.
+    pub stale: bool,
+    /// Age in seconds of the listing served for this upstream.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listing_age_sec: Option<u64>,
+}
+
+/// What a completed refresh did.
+#[derive(Debug, Clone, Serialize)]
+pub struct RefreshReport {
+    pub reason: RefreshReason,
+    /// False when no fan-out ran because the catalog was already fresh.
+    pub ran: bool,
+    pub fingerprint: String,
+    pub previous_fingerprint: String,
+    pub changed: bool,
+    pub total_tools: usize,
+    pub sources: BTreeMap<String, usize>,
+    pub upstreams: Vec<UpstreamReport>,
+    pub collisions: Vec<Collision>,
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    pub modified: Vec<String>,
+    pub duration_ms: u64,
+}
+
+/// A refresh in which no upstream answered: the catalog was left as it was.
+#[derive(Debug, Clone, Serialize)]
+pub struct RefreshFailure {
+    pub message: String,
+    pub upstreams: Vec<UpstreamReport>,
+}
+
+type Waiter = oneshot::Sender<Result<RefreshReport, RefreshFailure>>;
+
+enum RefreshState {
+    Idle,
+    Running {
+        waiters: Vec<Waiter>,
+        queued: Option<(RefreshReason, Vec<Waiter>)>,
+    },
+}
+
+pub struct CatalogActor {
+    cfg: CatalogConfig,
+    upstreams: Vec<UpstreamHandle>,
+    snapshot: Arc<Snapshot>,
+    state: RefreshState,
+    last_finished: Option<Instant>,
+    /// Fan-outs started since the actor was created (observability and tests).
+    fanouts: u64,
+}
+
+impl CatalogActor {
+    /// Creates the actor, loading the manifest (if any) so the catalog is served at once.
+    pub fn new(cfg: CatalogConfig, upstreams: Vec<UpstreamHandle>) -> CatalogActor {
+        let configured: Vec<(String, String)> = upstreams.iter().map(|u| (u.label.clone(), u.url.clone())).collect();
+        let empty = || {
+            configured
+                .iter()
+                .map(|(label, url)| UpstreamState {
+                    label: label.clone(),
+                    url: url.clone(),
+                    ..Default::default()
+                })
+                .collect::<Vec<_>>()
+        };
+        let states = match &cfg.manifest_path {
+            None => empty(),
+            Some(path) => match manifest::load(path) {
+                Ok(Some(m)) => {
+                    let states = m.into_states(&configured);
+                    let n: usize = states.iter().map(|s| s.tools.len()).sum();
+                    log::info!(path = path.display().to_string().as_str(), tools = n; "manifest loaded");
+                    states
+                }
+                Ok(None) => {
+                    log::info!(path = path.display().to_string().as_str(); "no manifest yet; the catalog starts empty");
+                    empty()
+                }
+                Err(e) => {
+                    log::warn!(error = e.as_str(); "manifest ignored; the catalog starts empty");
+                    empty()
+                }
+            },
+        };
+        let snapshot = Snapshot::build(states, 0);
+        CatalogActor {
+            cfg,
+            upstreams,
+            snapshot: Arc::new(snapshot),
+            state: RefreshState::Idle,
+            last_finished: None,
+            fanouts: 0,
+        }
+    }
+
+    fn trigger(&mut self, reason: RefreshReason, waiter: Option<Waiter>, ctx: &mut Context<Self>) {
+        match &mut self.state {
+            RefreshState::Idle => {
+                self.state = RefreshState::Running {
+                    waiters: waiter.into_iter().collect(),
+                    queued: None,
+                };
+                self.start_fanout(reason, ctx);
+            }
+            RefreshState::Running { queued, .. } => {
+                let q = queued.get_or_insert_with(|| (reason, Vec::new()));
+                q.1.extend(waiter);
+            }
+        }
+    }
+
+    fn start_fanout(&mut self, reason: RefreshReason, ctx: &mut Context<Self>) {
+        self.fanouts += 1;
+        let started = Instant::now();
+        let handles = self.upstreams.clone();
+        let previous = self.snapshot.clone();
+        let manifest_path = self.cfg.manifest_path.clone();
+        log::debug!(reason = reason.as_str(); "catalog refresh started");
+        let fut = async move {
+            let calls = handles.iter().map(|h| {
+                let addr = h.addr.clone();
+                async move { addr.send(ListTools).await.unwrap_or(Err(UpstreamError::Unavailable)) }
+            });
+            let results: Vec<Result<Listing, UpstreamError>> = futures_util::future::join_all(calls).await;
+            let work = move || apply_fanout(&previous, results, reason, started, manifest_path.as_deref());
+            match tokio::task::spawn_blocking(work).await {
+                Ok(r) => r,
+                Err(e) => Err(RefreshFailure {
+                    message: format!("catalog rebuild failed: {e}"),
+                    upstreams: Vec::new(),
+                }),
+            }
+        };
+        ctx.spawn(fut.into_actor(self).map(|outcome, act, ctx| act.finish(outcome, ctx)));
+    }
+
+    fn finish(&mut self, outcome: Result<(Snapshot, RefreshReport), RefreshFailure>, ctx: &mut Context<Self>) {
+        self.last_finished = Some(Instant::now());
+        let result = match outcome {
+            Ok((snapshot, report)) => {
+                self.snapshot = Arc::new(snapshot);
+                Ok(report)
+            }
+            Err(failure) => Err(failure),
+        };
+        let state = std::mem::replace(&mut self.state, RefreshState::Idle);
+        if let RefreshState::Running { waiters, queued, .. } = state {
+            for w in waiters {
+                let _ = w.send(result.clone());
+            }
+            if let Some((reason, waiters)) = queued {
+                self.state = RefreshState::Running { waiters, queued: None };
+                self.start_fanout(reason, ctx);
+            }
+        }
+    }
+
+    fn schedule_ttl(&self, ctx: &mut Context<Self>) {
+        if let Some(ttl) = self.cfg.ttl {
+            ctx.run_later(jitter(ttl), |act, ctx| {
+                act.trigger(RefreshReason::Ttl, None, ctx);
+                act.schedule_ttl(ctx);
+            });
+        }
+    }
+
+    /// A report for a refresh request answered without a fan-out.
+    fn fresh_report(&self, reason: RefreshReason) -> RefreshReport {
+        let s = &self.snapshot;
+        RefreshReport {
+            reason,
+            ran: false,
+            fingerprint: s.fingerprint.clone(),
+            previous_fingerprint: s.fingerprint.clone(),
+            changed: false,
+            total_tools: s.tools.len(),
+            sources: s.counts_by_source(),
+            upstreams: upstream_reports(&s.upstreams, now_ms()),
+            collisions: s.collisions.clone(),
+            added: Vec::new(),
+            removed: Vec::new(),
+            modified: Vec::new(),
+            duration_ms: 0,
+        }
+    }
+}
+
+impl Actor for CatalogActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        self.trigger(RefreshReason::Startup, None, ctx);
+        self.schedule_ttl(ctx);
+    }
+}
+
+impl Handler<GetSnapshot> for CatalogActor {
+    type Result = MessageResult<GetSnapshot>;
+
+    fn handle(&mut self, _: GetSnapshot, _: &mut Self::Context) -> Self::Result {
+        MessageResult(self.snapshot.clone())
+    }
+}
+
+/// Number of fan-outs started so far.
+#[derive(Message)]
+#[rtype(result = "u64")]
+pub struct FanoutCount;
+
+impl Handler<FanoutCount> for CatalogActor {
+    type Result = u64;
+
+    fn handle(&mut self, _: FanoutCount, _: &mut Self::Context) -> u64 {
+        self.fanouts
+    }
+}
+
+impl Handler<Refresh> for CatalogActor {
+    type Result = ResponseFuture<Result<RefreshReport, RefreshFailure>>;
+
+    fn handle(&mut self, msg: Refresh, ctx: &mut Self::Context) -> Self::Result {
+        if msg.reason == RefreshReason::UnknownTool {
+            let moved_on = msg.seen_generation.is_some_and(|g| g != self.snapshot.generation);
+            let cooling = matches!(self.state, RefreshState::Idle)
+                && self
+                    .last_finished
+                    .is_some_and(|t| t.elapsed() < self.cfg.unknown_tool_cooldown);
+            if moved_on || cooling {
+                let report = self.fresh_report(msg.reason);
+                return Box::pin(async move { Ok(report) });
+            }
+        }
+        let (tx, rx) = oneshot::channel();
+        self.trigger(msg.reason, Some(tx), ctx);
+        Box::pin(async move {
+            rx.await.unwrap_or_else(|_| {
+                Err(RefreshFailure {
+                    message: "the catalog stopped before the refresh finished".into(),
+                    upstreams: Vec::new(),
+                })
+            })
+        })
+    }
+}
+
+/// Merges a fan-out's results into a new snapshot (pure apart from the manifest write).
+fn apply_fanout(
+    previous: &Snapshot,
+    results: Vec<Result<Listing, UpstreamError>>,
+    reason: RefreshReason,
+    started: Instant,
+    manifest_path: Option<&std::path::Path>,
+) -> Result<(Snapshot, RefreshReport), RefreshFailure> {
+    let now = now_ms();
+    let mut states = previous.upstreams.clone();
+    let mut any_ok = false;
+    for (state, result) in states.iter_mut().zip(results) {
+        match result {
+            Ok(listing) => {
+                any_ok = true;
+                state.tools = listing.tools;
+                state.instructions = listing.instructions;
+                state.listed_at_ms = Some(now);
+                state.last_error = None;
+            }
+            Err(e) => {
+                let age = state.listed_at_ms.map(|t| now.saturating_sub(t) / 1000);
+                log::warn!(
+                    upstream = state.label.as_str(),
+                    error = e.to_string().as_str(),
+                    kept_tools = state.tools.len(),
+                    listing_age_sec = age.unwrap_or(0);
+                    "upstream skipped in refresh"
+                );
+                state.last_error = Some(e.to_string());
+            }
+        }
+    }
+    if !any_ok {
+        let upstreams = upstream_reports(&states, now);
+        log::error!(reason = reason.as_str(), upstreams = states.len(); "catalog refresh failed: no upstream answered; cached catalog kept");
+        return Err(RefreshFailure {
+            message: "no upstream answered; the cached catalog is unchanged".into(),
+            upstreams,
+        });
+    }
+    let snapshot = Snapshot::build(states, previous.generation + 1);
+    let (added, removed, modified) = journal(previous, &snapshot);
+    for name in &modified {
+        let upstream = snapshot.get(name).map(|t| t.upstream.as_str()).unwrap_or("");
+        log::warn!(tool = name.as_str(), upstream = upstream; "tool definition changed upstream");
+    }
+    for c in &snapshot.collisions {
+        log::warn!(tool = c.name.as_str(), kept = c.kept.as_str(), dropped = c.dropped.as_str(); "tool name collision");
+    }
+    if let Some(path) = manifest_path {
+        let m = manifest::Manifest::from_snapshot(&snapshot, now);
+        if let Err(e) = manifest::store(path, &m) {
+            log::error!(path = path.display().to_string().as_str(), error = e.to_string().as_str(); "manifest write failed");
+        }
+    }
+    let report = RefreshReport {
+        reason,
+        ran: true,
+        fingerprint: snapshot.fingerprint.clone(),
+        previous_fingerprint: previous.fingerprint.clone(),
+        changed: snapshot.fingerprint != previous.fingerprint,
+        total_tools: snapshot.tools.len(),
+        sources: snapshot.counts_by_source(),
+        upstreams: upstream_reports(&snapshot.upstreams, now),
+        collisions: snapshot.collisions.clone(),
+        added,
+        removed,
+        modified,
+        duration_ms: started.elapsed().as_millis() as u64,
+    };
+    let sources = serde_json::to_string(&report.sources).unwrap_or_default();
+    log::info!(
+        reason = reason.as_str(),
+        tools = report.total_tools,
+        sources = sources.as_str(),
+        fingerprint = report.fingerprint.as_str(),
+        changed = report.changed,
+        added = report.added.len(),
+        removed = report.removed.len(),
+        modified = report.modified.len(),
+        latency_ms = report.duration_ms;
+        "catalog refreshed"
+    );
+    Ok((snapshot, report))
+}
+
+/// Names added, removed and modified between two snapshots (sorted).
+fn journal(old: &Snapshot, new: &Snapshot) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let old_names: HashSet<&String> = old.hashes.keys().collect();
+    let mut added: Vec<String> = new.hashes.keys().filter(|n| !old_names.contains(n)).cloned().collect();
+    let mut removed: Vec<String> = old
+        .hashes
+        .keys()
+        .filter(|n| !new.hashes.contains_key(*n))
+        .cloned()
+        .collect();
+    let mut modified: Vec<String> = new
+        .hashes
+        .iter()
+        .filter(|(n, h)| old.hashes.get(*n).is_some_and(|oh| oh != *h))
+        .map(|(n, _)| n.clone())
+        .collect();
+    added.sort();
+    removed.sort();
+    modified.sort();
+    (added, removed, modified)
+}
+
+fn upstream_reports(states: &[UpstreamState], now: u64) -> Vec<UpstreamReport> {
+    states
+        .iter()
+        .map(|s| UpstreamReport {
+            label: s.label.clone(),
+            ok: s.last_error.is_none() && s.listed_at_ms.is_some(),
+            tools: s.tools.len(),
+            error: s.last_error.clone(),
+            stale: s.last_error.is_some() && !s.tools.is_empty(),
+            listing_age_sec: s.listed_at_ms.map(|t| now.saturating_sub(t) / 1000),
+        })
+        .collect()
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// `ttl` ± 10%, so many proxies started together do not refresh in lock-step.
+fn jitter(ttl: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    let unit = (h.finish() % 2001) as f64 / 1000.0 - 1.0; // [-1, 1]
+    ttl.mul_f64(1.0 + 0.1 * unit).max(Duration::from_secs(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_stays_within_ten_percent() {
+        for _ in 0..100 {
+            let j = jitter(Duration::from_secs(100));
+            assert!(j >= Duration::from_secs(90) && j <= Duration::from_secs(110), "{j:?}");
+        }
+    }
+
+    #[test]
+    fn journal_reports_added_removed_and_modified() {
+        use crate::mcp::types::Tool;
+        let t = |n: &str, d: &str| -> Tool {
+            serde_json::from_value(serde_json::json!({"name": n, "description": d})).unwrap()
+        };
+        let st = |tools| {
+            vec![UpstreamState {
+                label: "u".into(),
+                url: "x".into(),
+                tools,
+                ..Default::default()
+            }]
+        };
+        let old = Snapshot::build(st(vec![t("a", "1"), t("b", "1")]), 1);
+        let new = Snapshot::build(st(vec![t("b", "2"), t("c", "1")]), 2);
+        assert_eq!(
+            journal(&old, &new),
+            (vec!["c".to_string()], vec!["a".to_string()], vec!["b".to_string()])
+        );
+    }
+}

@@ -1,0 +1,333 @@
+//! The immutable catalog snapshot and the pure merge that builds it.
+//!
+//! A refresh never edits a snapshot: it builds a new one from the per-upstream listings and
+//! the actor swaps it in whole, so searches running on the old `Arc<Snapshot>` are never torn.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::mcp::types::Tool;
+use crate::model::{assign_sources, CatalogTool};
+use crate::search::Index;
+
+/// What the catalog knows about one upstream: its last good listing and how fresh it is.
+#[derive(Debug, Clone, Default)]
+pub struct UpstreamState {
+    pub label: String,
+    pub url: String,
+    /// The last successful listing (kept, served stale, while the upstream fails).
+    pub tools: Vec<Tool>,
+    /// Unix ms of the last successful listing; `None` if it never answered.
+    pub listed_at_ms: Option<u64>,
+    /// The error of the most recent listing attempt, if it failed.
+    pub last_error: Option<String>,
+    /// The upstream's initialize `instructions`.
+    pub instructions: Option<String>,
+}
+
+/// A tool name offered by more than one upstream: the first in configuration order wins.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Collision {
+    pub name: String,
+    pub kept: String,
+    pub dropped: String,
+}
+
+/// One tool source (a `server-` prefix group or an upstream) with its tool count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SourceSummary {
+    pub source: String,
+    pub tools: usize,
+    /// First sentence describing the source, for the tier-1 listing.
+    #[serde(skip)]
+    pub summary: String,
+}
+
+/// A merged, indexed catalog.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    pub tools: Vec<CatalogTool>,
+    pub by_name: HashMap<String, usize>,
+    pub index: Index,
+    /// Stable hash of the merged catalog (tool definitions and routing).
+    pub fingerprint: String,
+    /// Per-tool schema hashes (name → hash), for the change journal.
+    pub hashes: HashMap<String, String>,
+    pub sources: Vec<SourceSummary>,
+    pub collisions: Vec<Collision>,
+    pub upstreams: Vec<UpstreamState>,
+    /// Increments on every swap; lets callers tell whether a refresh happened since they looked.
+    pub generation: u64,
+}
+
+impl Snapshot {
+    /// Merges upstream states (in configuration order) into a snapshot.
+    pub fn build(upstreams: Vec<UpstreamState>, generation: u64) -> Snapshot {
+        let mut tools: Vec<CatalogTool> = Vec::new();
+        let mut by_name: HashMap<String, usize> = HashMap::new();
+        let mut collisions = Vec::new();
+        for up in &upstreams {
+            for ct in assign_sources(&up.label, up.tools.clone()) {
+                if let Some(&i) = by_name.get(&ct.tool.name) {
+                    collisions.push(Collision {
+                        name: ct.tool.name.clone(),
+                        kept: tools[i].upstream.clone(),
+                        dropped: ct.upstream.clone(),
+                    });
+                    continue;
+                }
+                by_name.insert(ct.tool.name.clone(), tools.len());
+                tools.push(ct);
+            }
+        }
+        let hashes: HashMap<String, String> = tools
+            .iter()
+            .map(|t| (t.tool.name.clone(), tool_hash(&t.tool)))
+            .collect();
+        let fingerprint = fingerprint(&tools, &hashes);
+        let sources = summarize_sources(&tools, &upstreams);
+        let index = Index::build(&tools);
+        Snapshot {
+            tools,
+            by_name,
+            index,
+            fingerprint,
+            hashes,
+            sources,
+            collisions,
+            upstreams,
+            generation,
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&CatalogTool> {
+        self.by_name.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// Tool count per source, sorted by source.
+    pub fn counts_by_source(&self) -> BTreeMap<String, usize> {
+        self.sources.iter().map(|s| (s.source.clone(), s.tools)).collect()
+    }
+
+    /// The tier-1 listing: one line per source, `source: first sentence (N tools)`, sorted
+    /// by source and byte-stable for a given catalog.
+    pub fn listing(&self) -> String {
+        let mut out = String::new();
+        for s in &self.sources {
+            let noun = if s.tools == 1 { "tool" } else { "tools" };
+            if s.summary.is_empty() {
+                out.push_str(&format!("{} ({} {noun})\n", s.source, s.tools));
+            } else {
+                out.push_str(&format!("{}: {} ({} {noun})\n", s.source, s.summary, s.tools));
+            }
+        }
+        out
+    }
+}
+
+/// Hash of a tool definition in canonical form (object keys sorted), so a mere key reorder
+/// by the upstream is not reported as a change.
+pub fn tool_hash(tool: &Tool) -> String {
+    let v = serde_json::to_value(tool).unwrap_or(Value::Null);
+    let mut canon = String::new();
+    write_canonical(&v, &mut canon);
+    hex16(&Sha256::digest(canon.as_bytes()))
+}
+
+fn fingerprint(tools: &[CatalogTool], hashes: &HashMap<String, String>) -> String {
+    let mut entries: Vec<(&str, &str, &str)> = tools
+        .iter()
+        .map(|t| {
+            let h = hashes.get(&t.tool.name).map(String::as_str).unwrap_or("");
+            (t.tool.name.as_str(), t.upstream.as_str(), h)
+        })
+        .collect();
+    entries.sort_unstable();
+    let mut hasher = Sha256::new();
+    for (name, upstream, h) in entries {
+        hasher.update(name.as_bytes());
+        hasher.update([0]);
+        hasher.update(upstream.as_bytes());
+        hasher.update([0]);
+        hasher.update(h.as_bytes());
+        hasher.update([b'\n']);
+    }
+    hex16(&hasher.finalize())
+}
+
+fn hex16(bytes: &[u8]) -> String {
+    bytes.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                write_canonical(&m[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(x, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+fn summarize_sources(tools: &[CatalogTool], upstreams: &[UpstreamState]) -> Vec<SourceSummary> {
+    let mut groups: BTreeMap<&str, Vec<&CatalogTool>> = BTreeMap::new();
+    for t in tools {
+        groups.entry(t.source.as_str()).or_default().push(t);
+    }
+    groups
+        .into_iter()
+        .map(|(source, members)| {
+            // An upstream's own instructions describe it best; otherwise the description of
+            // the source's first tool by name.
+            let from_upstream = upstreams
+                .iter()
+                .find(|u| u.label == source)
+                .and_then(|u| u.instructions.as_deref())
+                .map(first_sentence)
+                .filter(|s| !s.is_empty());
+            let summary = from_upstream.unwrap_or_else(|| {
+                members
+                    .iter()
+                    .min_by(|a, b| a.tool.name.cmp(&b.tool.name))
+                    .map(|t| first_sentence(t.tool.description_str()))
+                    .unwrap_or_default()
+            });
+            SourceSummary {
+                source: source.to_string(),
+                tools: members.len(),
+                summary,
+            }
+        })
+        .collect()
+}
+
+/// The first sentence of a text, on one line, clipped to 120 characters.
+pub fn first_sentence(text: &str) -> String {
+    let text = text.trim();
+    let mut end = text.len();
+    for (i, c) in text.char_indices() {
+        if c == '\n' {
+            end = i;
+            break;
+        }
+        if matches!(c, '.' | '!' | '?') {
+            let next = text[i + c.len_utf8()..].chars().next();
+            if next.is_none_or(char::is_whitespace) {
+                end = i + c.len_utf8();
+                break;
+            }
+        }
+    }
+    clip(text[..end].trim(), 120)
+}
+
+/// Clips to `max` characters, marking the cut with an ellipsis.
+pub fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
+    s = s.trim_end().to_string();
+    s.push('…');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str, desc: &str) -> Tool {
+        serde_json::from_value(json!({"name": name, "description": desc, "inputSchema": {"type": "object"}})).unwrap()
+    }
+
+    fn state(label: &str, tools: Vec<Tool>) -> UpstreamState {
+        UpstreamState {
+            label: label.into(),
+            url: format!("http://{label}/mcp"),
+            tools,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn first_upstream_wins_collisions_and_they_are_reported() {
+        let a = state("a", vec![tool("x-one", "A one."), tool("x-two", "A two.")]);
+        let b = state("b", vec![tool("x-one", "B one."), tool("y", "B y.")]);
+        let s = Snapshot::build(vec![a, b], 1);
+        assert_eq!(s.tools.len(), 3);
+        assert_eq!(s.get("x-one").unwrap().upstream, "a");
+        assert_eq!(
+            s.collisions,
+            vec![Collision {
+                name: "x-one".into(),
+                kept: "a".into(),
+                dropped: "b".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn fingerprint_ignores_order_and_key_order_but_sees_changes() {
+        let t1 = tool("x-a", "A.");
+        let t2 = tool("x-b", "B.");
+        let s1 = Snapshot::build(vec![state("u", vec![t1.clone(), t2.clone()])], 1);
+        let s2 = Snapshot::build(vec![state("u", vec![t2.clone(), t1.clone()])], 2);
+        assert_eq!(s1.fingerprint, s2.fingerprint);
+        let reordered: Tool =
+            serde_json::from_value(json!({"inputSchema": {"type": "object"}, "description": "A.", "name": "x-a"}))
+                .unwrap();
+        assert_eq!(tool_hash(&reordered), tool_hash(&t1));
+        let s3 = Snapshot::build(vec![state("u", vec![tool("x-a", "A changed."), t2])], 3);
+        assert_ne!(s1.fingerprint, s3.fingerprint);
+    }
+
+    #[test]
+    fn listing_is_sorted_and_stable() {
+        let mut up = state(
+            "agg",
+            vec![
+                tool("mail-send", "Send an email. More text."),
+                tool("mail-list", "List emails."),
+                tool("cal-x", "Cal x."),
+                tool("cal-y", "Cal y."),
+            ],
+        );
+        up.instructions = None;
+        let s = Snapshot::build(vec![up.clone()], 1);
+        assert_eq!(s.listing(), "cal: Cal x. (2 tools)\nmail: List emails. (2 tools)\n");
+        assert_eq!(Snapshot::build(vec![up], 2).listing(), s.listing());
+    }
+
+    #[test]
+    fn first_sentence_rules() {
+        assert_eq!(first_sentence("Send mail. Then more."), "Send mail.");
+        assert_eq!(first_sentence("Version 1.2 is here"), "Version 1.2 is here");
+        assert_eq!(first_sentence("Line one\nline two"), "Line one");
+        assert_eq!(first_sentence(""), "");
+        assert_eq!(first_sentence(&"x".repeat(300)).chars().count(), 120);
+    }
+}

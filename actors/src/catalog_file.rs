@@ -1,0 +1,138 @@
+//! Reads a catalog from a file, for the `search` and `eval` commands, tests and benches.
+//!
+//! Two shapes are accepted, unknown keys ignored everywhere:
+//! - `{"tools": [...]}` — a flat catalog (the bench catalogs). Its tools are one upstream,
+//!   labelled `catalog`, and [`assign_sources`] decides their sources exactly as the service
+//!   would; a tool left with the bare label but carrying a `server` field takes that server as
+//!   its source (flat bench catalogs name the Playwright upstream's `browser_*` tools so).
+//! - `{"upstreams": [{"label": "...", "tools": [...]}, ...]}` — per-upstream catalogs, which is
+//!   also the shape of the proxy's manifest file (its `format`, `fingerprint`, `url`, ... keys
+//!   are ignored). Each upstream goes through [`assign_sources`] under its own label.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::mcp::types::Tool;
+use crate::model::{assign_sources, CatalogTool};
+
+/// Upstream label given to the tools of a flat `{"tools": [...]}` catalog.
+pub const FLAT_LABEL: &str = "catalog";
+
+#[derive(Deserialize)]
+struct Upstream {
+    label: String,
+    #[serde(default)]
+    tools: Vec<Value>,
+}
+
+#[derive(Deserialize)]
+struct File {
+    #[serde(default)]
+    tools: Option<Vec<Value>>,
+    #[serde(default)]
+    upstreams: Option<Vec<Upstream>>,
+}
+
+/// Parses a catalog file's text.
+pub fn load_catalog(text: &str) -> Result<Vec<CatalogTool>, String> {
+    let file: File = serde_json::from_str(text).map_err(|e| format!("catalog: {e}"))?;
+    match (file.tools, file.upstreams) {
+        (Some(tools), None) => flat(tools),
+        (None, Some(ups)) => {
+            let mut out = Vec::new();
+            for u in ups {
+                let tools = parse_tools(&u.label, u.tools)?.into_iter().map(|(t, _)| t);
+                out.extend(assign_sources(&u.label, tools.collect()));
+            }
+            Ok(out)
+        }
+        (Some(_), Some(_)) => Err("catalog: both `tools` and `upstreams` given".into()),
+        (None, None) => Err("catalog: expected a `tools` or an `upstreams` array".into()),
+    }
+}
+
+/// Reads and parses a catalog file.
+pub fn load_catalog_path(path: &Path) -> Result<Vec<CatalogTool>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    load_catalog(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn flat(tools: Vec<Value>) -> Result<Vec<CatalogTool>, String> {
+    let parsed = parse_tools(FLAT_LABEL, tools)?;
+    let servers: Vec<Option<String>> = parsed.iter().map(|(_, s)| s.clone()).collect();
+    let mut out = assign_sources(FLAT_LABEL, parsed.into_iter().map(|(t, _)| t).collect());
+    for (ct, server) in out.iter_mut().zip(servers) {
+        if let Some(server) = server.filter(|s| !s.is_empty()) {
+            if ct.source == FLAT_LABEL {
+                ct.source = server;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Tools and their `server` field (bench catalogs carry it; the rest of the tool is kept).
+fn parse_tools(label: &str, tools: Vec<Value>) -> Result<Vec<(Tool, Option<String>)>, String> {
+    tools
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let server = v.get("server").and_then(Value::as_str).map(String::from);
+            let tool: Tool =
+                serde_json::from_value(v).map_err(|e| format!("catalog: upstream `{label}` tool #{i}: {e}"))?;
+            Ok((tool, server))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flat_catalog_uses_prefixes_then_server() {
+        let text = r#"{"tools": [
+            {"name": "gmail-send", "server": "gmail", "inputSchema": {"type": "object"}},
+            {"name": "gmail-list", "server": "gmail"},
+            {"name": "browser_click", "server": "playwright", "description": "Click"},
+            {"name": "lonely_tool"}
+        ]}"#;
+        let c = load_catalog(text).unwrap();
+        let got: Vec<(&str, &str, &str)> = c
+            .iter()
+            .map(|t| (t.tool.name.as_str(), t.source.as_str(), t.upstream.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("gmail-send", "gmail", "catalog"),
+                ("gmail-list", "gmail", "catalog"),
+                ("browser_click", "playwright", "catalog"),
+                ("lonely_tool", "catalog", "catalog"),
+            ]
+        );
+        assert_eq!(c[2].tool.description.as_deref(), Some("Click"));
+    }
+
+    #[test]
+    fn upstreams_and_manifest_shape_ignore_unknown_keys() {
+        let text = r#"{"format": 1, "fingerprint": "abc", "upstreams": [
+            {"label": "agg", "url": "http://x", "tools": [{"name": "a-x"}, {"name": "a-y"}]},
+            {"label": "a11y", "tools": [{"name": "audit_html", "annotations": {"title": "Audit"}}]}
+        ]}"#;
+        let c = load_catalog(text).unwrap();
+        let got: Vec<(&str, &str)> = c.iter().map(|t| (t.source.as_str(), t.upstream.as_str())).collect();
+        assert_eq!(got, [("a", "agg"), ("a", "agg"), ("a11y", "a11y")]);
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        assert!(load_catalog("[]").is_err());
+        assert!(load_catalog("{}").unwrap_err().contains("expected"));
+        let e = load_catalog(r#"{"tools": [{"description": "no name"}]}"#).unwrap_err();
+        assert!(e.contains("#0"), "{e}");
+        assert!(load_catalog_path(Path::new("/nonexistent/catalog.json")).is_err());
+    }
+}

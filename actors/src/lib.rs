@@ -1,0 +1,8 @@
+//! proxy-actors: the actors, wire types and search index of mcp-search-proxy.
+
+pub mod catalog;
+pub mod catalog_file;
+pub mod mcp;
+pub mod model;
+pub mod search;
+pub mod upstream;

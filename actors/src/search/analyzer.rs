@@ -1,0 +1,160 @@
+//! Text analysis shared by indexing and querying: one function turns text into terms, so a
+//! query word and a catalog word meet only if they normalise to the same string.
+//!
+//! - Words are runs of letters/digits, split again at camelCase boundaries (`threadId` →
+//!   `thread id`, `HTMLParser` → `html parser`), because tool and parameter names glue words.
+//! - Han/kana/hangul characters are single-character words: those scripts put no spaces between
+//!   words, and a character unigram is the cheapest segmentation that still matches.
+//! - A short English stop list drops words that carry no tool meaning (`the`, `please`, `I'm`),
+//!   which keeps pasted requests from being ranked by their filler.
+//! - Snowball English stemming (`threads` → `thread`, `creating` → `creat`).
+
+use rust_stemmers::{Algorithm, Stemmer};
+
+/// Splits `text` into lower-case words (no stop-word removal, no stemming).
+pub fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    Tokenizer::default().for_each_word(text, |w| out.push(w.to_string()));
+    out
+}
+
+/// Reusable buffers for splitting many texts without allocating per word (index build).
+#[derive(Default)]
+pub struct Tokenizer {
+    chars: Vec<char>,
+    word: String,
+}
+
+impl Tokenizer {
+    /// Calls `f` with each lower-case word of `text`, in order.
+    pub fn for_each_word(&mut self, text: &str, mut f: impl FnMut(&str)) {
+        self.chars.clear();
+        self.chars.extend(text.chars());
+        self.word.clear();
+        let chars = &self.chars;
+        let cur = &mut self.word;
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            if c.is_ascii_alphanumeric() || (!c.is_ascii() && c.is_alphanumeric() && !is_ideograph(c)) {
+                if !cur.is_empty() && is_camel_boundary(chars, i) {
+                    f(cur);
+                    cur.clear();
+                }
+                if c.is_ascii() {
+                    cur.push(c.to_ascii_lowercase());
+                } else {
+                    cur.extend(c.to_lowercase());
+                }
+            } else {
+                if !cur.is_empty() {
+                    f(cur);
+                    cur.clear();
+                }
+                if is_ideograph(c) {
+                    let mut buf = [0u8; 4];
+                    f(c.encode_utf8(&mut buf));
+                } else if c == '\'' || c == '\u{2019}' {
+                    // `user's` → `user`, `I'm` → `i`: an English clitic is noise, not a word.
+                    i += clitic_len(&chars[i + 1..]);
+                }
+            }
+            i += 1;
+        }
+        if !cur.is_empty() {
+            f(cur);
+            cur.clear();
+        }
+    }
+}
+
+/// Length of an English clitic (`s`, `m`, `re`, `ll`, `t`, `d`, `ve`) at the start of `rest`
+/// when it ends the word there; 0 otherwise.
+fn clitic_len(rest: &[char]) -> usize {
+    const CLITICS: [&str; 7] = ["s", "m", "re", "ll", "t", "d", "ve"];
+    let n = rest.iter().take_while(|c| c.is_alphanumeric()).count();
+    let word: String = rest[..n].iter().flat_map(|c| c.to_lowercase()).collect();
+    if CLITICS.contains(&word.as_str()) {
+        n
+    } else {
+        0
+    }
+}
+
+/// A camelCase boundary before `chars[i]`: `aB` (lower→upper), or `ABc` (the last capital of an
+/// acronym that starts a new word).
+fn is_camel_boundary(chars: &[char], i: usize) -> bool {
+    let c = chars[i];
+    if !c.is_uppercase() || i == 0 {
+        return false;
+    }
+    let prev = chars[i - 1];
+    if prev.is_lowercase() {
+        return true;
+    }
+    prev.is_uppercase() && chars.get(i + 1).is_some_and(|n| n.is_lowercase())
+}
+
+/// Scripts written without spaces between words.
+pub fn is_ideograph(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF   // hiragana, katakana
+        | 0x3400..=0x4DBF // CJK extension A
+        | 0x4E00..=0x9FFF // CJK unified
+        | 0xAC00..=0xD7AF // hangul syllables
+        | 0xF900..=0xFAFF)
+}
+
+/// English words that say nothing about which tool is meant. Kept short on purpose: words like
+/// `get`, `list`, `new`, `all` or `by` are parts of tool names and stay searchable.
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "can", "could", "did", "do",
+    "does", "for", "from", "had", "has", "have", "he", "her", "his", "how", "i", "if", "in", "into", "is", "it", "its",
+    "let", "lets", "like", "me", "might", "my", "need", "of", "on", "or", "our", "please", "she", "should", "so",
+    "some", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "too",
+    "us", "very", "want", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will",
+    "with", "would", "you", "your", "yours", "also", "just", "using", "via", "e", "g", "etc", "i'm", "im", "hi",
+    "hello", "thanks", "kindly", "wanna", "gonna", "help", "looking",
+];
+
+pub fn is_stop_word(w: &str) -> bool {
+    STOP_WORDS.contains(&w)
+}
+
+/// The analyzer: stop words out, Snowball English stems in.
+pub struct Analyzer {
+    stemmer: Stemmer,
+}
+
+impl std::fmt::Debug for Analyzer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Analyzer(english)")
+    }
+}
+
+impl Default for Analyzer {
+    fn default() -> Self {
+        Analyzer {
+            stemmer: Stemmer::create(Algorithm::English),
+        }
+    }
+}
+
+impl Analyzer {
+    /// The index term of one lower-case word.
+    pub fn stem(&self, word: &str) -> String {
+        if word.len() <= 3 || word.chars().any(|c| c.is_ascii_digit()) {
+            return word.to_string();
+        }
+        self.stemmer.stem(word).into_owned()
+    }
+
+    /// Terms of `text`, in order, stop words removed.
+    pub fn terms(&self, text: &str) -> Vec<String> {
+        words(text)
+            .into_iter()
+            .filter(|w| !is_stop_word(w))
+            .map(|w| self.stem(&w))
+            .collect()
+    }
+}

@@ -1,0 +1,1 @@
+//! Unit tests of the analyzer and the ranking rules.

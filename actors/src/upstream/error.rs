@@ -1,0 +1,80 @@
+//! What can go wrong talking to an upstream, phrased so a model (and an operator) can tell
+//! which side failed and whether retrying can help.
+
+use crate::mcp::jsonrpc::RpcError;
+
+/// A failed exchange with one upstream.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UpstreamError {
+    /// No complete answer within the upstream's timeout.
+    Timeout { secs: u64 },
+    /// The TCP/TLS connection could not be made (refused, DNS, reset).
+    Connect(String),
+    /// The upstream answered with an HTTP error status.
+    Http { status: u16, detail: String },
+    /// The upstream answered with a JSON-RPC error object.
+    Rpc(RpcError),
+    /// The upstream answered something that is not a valid MCP reply.
+    InvalidReply(String),
+    /// The reply exceeded the configured size cap and was dropped.
+    TooLarge { limit: usize },
+    /// The proxy's own actor for this upstream is gone (shutting down).
+    Unavailable,
+}
+
+impl UpstreamError {
+    /// Whether the same request may succeed if simply tried again later.
+    pub fn retryable(&self) -> bool {
+        match self {
+            UpstreamError::Timeout { .. } | UpstreamError::Connect(_) | UpstreamError::Unavailable => true,
+            UpstreamError::Http { status, .. } => *status >= 500 || *status == 429 || *status == 408,
+            UpstreamError::Rpc(_) | UpstreamError::InvalidReply(_) | UpstreamError::TooLarge { .. } => false,
+        }
+    }
+
+    /// A one-line advice for the caller.
+    pub fn advice(&self) -> &'static str {
+        match self {
+            UpstreamError::Timeout { .. } => {
+                "the upstream may still be working or overloaded; retry later or with a smaller request"
+            }
+            UpstreamError::Connect(_) => {
+                "the upstream is down or unreachable; retry later, or ask the operator to check it"
+            }
+            UpstreamError::Http { status, .. } if *status == 401 || *status == 403 => {
+                "the upstream rejected the proxy's credentials; retrying will not help, the operator must fix the token"
+            }
+            UpstreamError::Http { status, .. } if *status >= 500 || *status == 429 => {
+                "the upstream failed on its side; retrying later may help"
+            }
+            UpstreamError::Http { .. } => "the upstream refused the request; retrying the same request will not help",
+            UpstreamError::Rpc(_) => {
+                "the upstream reported an error for this request; fix the request rather than retrying it unchanged"
+            }
+            UpstreamError::InvalidReply(_) => {
+                "the upstream misbehaved; retrying will probably not help, report it to the operator"
+            }
+            UpstreamError::TooLarge { .. } => {
+                "ask for less data (filters, paging, smaller ranges); retrying unchanged will fail again"
+            }
+            UpstreamError::Unavailable => "the proxy is shutting down; retry against a running instance",
+        }
+    }
+}
+
+impl std::fmt::Display for UpstreamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UpstreamError::Timeout { secs } => write!(f, "timed out after {secs} s"),
+            UpstreamError::Connect(e) => write!(f, "connection failed: {e}"),
+            UpstreamError::Http { status, detail } if detail.is_empty() => write!(f, "HTTP {status}"),
+            UpstreamError::Http { status, detail } => write!(f, "HTTP {status}: {detail}"),
+            UpstreamError::Rpc(e) => write!(f, "error {}: {}", e.code, e.message),
+            UpstreamError::InvalidReply(e) => write!(f, "invalid reply: {e}"),
+            UpstreamError::TooLarge { limit } => write!(f, "reply larger than the {limit}-byte cap"),
+            UpstreamError::Unavailable => write!(f, "upstream actor unavailable"),
+        }
+    }
+}
+
+impl std::error::Error for UpstreamError {}

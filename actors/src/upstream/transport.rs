@@ -1,0 +1,218 @@
+//! One Streamable HTTP exchange with an upstream: POST a JSON-RPC message, read the reply as
+//! JSON or as an SSE stream, enforce the size cap. No session logic here (see `session`).
+//!
+//! Header hygiene lives in [`post`]: the only headers sent upstream are the ones built here.
+
+use std::time::Duration;
+
+use awc::http::header;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use serde_json::Value;
+
+use super::error::UpstreamError;
+use crate::mcp::jsonrpc::{RequestId, RpcError};
+use crate::mcp::sse;
+
+/// Per-request header values the session layer decides.
+#[derive(Debug, Default, Clone)]
+pub struct RequestHeaders<'a> {
+    pub bearer: Option<&'a str>,
+    pub session_id: Option<&'a str>,
+    pub protocol_version: Option<&'a str>,
+}
+
+/// The parts of an upstream reply the session layer needs.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    /// `Mcp-Session-Id` of the reply, when present.
+    pub session_id: Option<String>,
+    /// The JSON-RPC response whose id matched the request (absent for notifications).
+    pub message: Option<Value>,
+}
+
+/// Sink for notifications that arrive on a request's SSE stream before its response
+/// (`notifications/progress`, `notifications/message`).
+pub type NotificationSink<'a> = Option<&'a dyn Fn(Value)>;
+
+/// POSTs one JSON-RPC message and reads its reply.
+///
+/// `expect_id` is the id of a request (whose response is awaited) or `None` for a
+/// notification (any 2xx, normally 202, is success). HTTP error statuses are returned as
+/// `Ok(Reply)` with the status set and the JSON-RPC error body (if any) in `message`, so the
+/// session layer can tell "session expired" from other failures.
+pub async fn post(
+    client: &awc::Client,
+    url: &str,
+    headers: &RequestHeaders<'_>,
+    body: Bytes,
+    expect_id: Option<&RequestId>,
+    max_bytes: usize,
+    on_notification: NotificationSink<'_>,
+) -> Result<Reply, UpstreamError> {
+    let mut req = client
+        .post(url)
+        .insert_header((header::CONTENT_TYPE, "application/json"))
+        .insert_header((header::ACCEPT, "application/json, text/event-stream"));
+    if let Some(token) = headers.bearer {
+        req = req.insert_header((header::AUTHORIZATION, format!("Bearer {token}")));
+    }
+    if let Some(sid) = headers.session_id {
+        req = req.insert_header(("Mcp-Session-Id", sid));
+    }
+    if let Some(v) = headers.protocol_version {
+        req = req.insert_header(("MCP-Protocol-Version", v));
+    }
+    let mut resp = req.send_body(body).await.map_err(send_error)?;
+    let status = resp.status().as_u16();
+    let session_id = resp
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let content_type = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+
+    if content_type.starts_with("text/event-stream") {
+        let message = read_sse(&mut resp, expect_id, max_bytes, on_notification).await?;
+        if expect_id.is_some() && message.is_none() && (200..300).contains(&status) {
+            return Err(UpstreamError::InvalidReply(
+                "the SSE stream ended without a response to the request".into(),
+            ));
+        }
+        return Ok(Reply {
+            status,
+            session_id,
+            message,
+        });
+    }
+
+    let bytes = resp
+        .body()
+        .limit(max_bytes)
+        .await
+        .map_err(|e| payload_error(e, max_bytes))?;
+    let message = if bytes.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(v) => Some(v),
+            Err(e) if (200..300).contains(&status) && expect_id.is_some() => {
+                return Err(UpstreamError::InvalidReply(format!("body is not JSON ({e})")))
+            }
+            // An error status with a non-JSON body: keep a readable excerpt for the message.
+            Err(_) => Some(Value::String(excerpt(&bytes))),
+        }
+    };
+    if expect_id.is_some() && message.is_none() && (200..300).contains(&status) {
+        return Err(UpstreamError::InvalidReply(format!("empty body with HTTP {status}")));
+    }
+    Ok(Reply {
+        status,
+        session_id,
+        message,
+    })
+}
+
+async fn read_sse<S>(
+    stream: &mut S,
+    expect_id: Option<&RequestId>,
+    max_bytes: usize,
+    on_notification: NotificationSink<'_>,
+) -> Result<Option<Value>, UpstreamError>
+where
+    S: futures_util::Stream<Item = Result<Bytes, awc::error::PayloadError>> + Unpin,
+{
+    let mut decoder = sse::Decoder::new();
+    let mut seen = 0usize;
+    let handle = |ev: sse::Event| -> Option<Value> {
+        if ev.data.trim().is_empty() {
+            return None; // priming event or keep-alive
+        }
+        let msg: Value = serde_json::from_str(&ev.data).ok()?;
+        let is_response = msg.get("result").is_some() || msg.get("error").is_some();
+        if is_response {
+            let id: Option<RequestId> = msg.get("id").and_then(|v| serde_json::from_value(v.clone()).ok());
+            if expect_id.is_none() || id.as_ref() == expect_id {
+                return Some(msg);
+            }
+            return None;
+        }
+        if msg.get("id").is_none() {
+            if let Some(sink) = on_notification {
+                sink(msg);
+            }
+        }
+        // A server-to-client request: the proxy declares no client capabilities, so a
+        // conforming upstream never sends one; it is ignored.
+        None
+    };
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| payload_error(e, max_bytes))?;
+        seen += chunk.len();
+        if seen > max_bytes {
+            return Err(UpstreamError::TooLarge { limit: max_bytes });
+        }
+        for ev in decoder.feed(&chunk) {
+            if let Some(m) = handle(ev) {
+                return Ok(Some(m));
+            }
+        }
+        if decoder.pending_len() > max_bytes {
+            return Err(UpstreamError::TooLarge { limit: max_bytes });
+        }
+    }
+    Ok(decoder.finish().and_then(handle))
+}
+
+/// Extracts a JSON-RPC error object from a reply body, if it carries one.
+pub fn rpc_error_of(message: &Value) -> Option<RpcError> {
+    message
+        .get("error")
+        .and_then(|e| serde_json::from_value(e.clone()).ok())
+}
+
+/// A short human-readable excerpt of an upstream body for error messages.
+pub fn excerpt(bytes: &[u8]) -> String {
+    let s = String::from_utf8_lossy(bytes);
+    let s = s.trim();
+    if s.chars().count() > 200 {
+        let mut out: String = s.chars().take(200).collect();
+        out.push('…');
+        out
+    } else {
+        s.to_string()
+    }
+}
+
+fn send_error(e: awc::error::SendRequestError) -> UpstreamError {
+    use awc::error::SendRequestError as E;
+    match e {
+        E::Timeout => UpstreamError::Timeout { secs: 0 },
+        E::Connect(c) => UpstreamError::Connect(c.to_string()),
+        other => UpstreamError::Connect(other.to_string()),
+    }
+}
+
+fn payload_error(e: awc::error::PayloadError, max_bytes: usize) -> UpstreamError {
+    use awc::error::PayloadError as P;
+    match e {
+        P::Overflow => UpstreamError::TooLarge { limit: max_bytes },
+        other => UpstreamError::InvalidReply(format!("reading the body failed: {other}")),
+    }
+}
+
+/// Builds the shared awc client of one upstream actor. The overall per-request timeout is
+/// enforced by the caller (it must also cover reading a streamed body), so awc's own timeout
+/// only guards connection setup.
+pub fn build_client(connect_timeout: Duration) -> awc::Client {
+    awc::Client::builder()
+        .disable_timeout()
+        .connector(awc::Connector::new().timeout(connect_timeout))
+        .finish()
+}

@@ -1,0 +1,4 @@
+//! Subcommands besides `serve`: `demo` (proxy + embedded upstream), `search` and `eval`
+//! (offline ranking over a catalog file, through the same code path as `mcp_search`).
+
+pub mod demo;

@@ -1,0 +1,418 @@
+//! Configuration from environment variables (names compatible with the original design).
+//!
+//! One constant per variable; [`Config::from_lookup`] is pure (it takes a lookup function),
+//! so every rule is unit-tested without touching the process environment. `main` exits with
+//! code 64 (EX_USAGE) and a message naming the variable before any port is bound.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub const UPSTREAMS: &str = "UPSTREAMS";
+pub const UPSTREAM_URLS: &str = "UPSTREAM_URLS";
+pub const UPSTREAM_TOKENS: &str = "UPSTREAM_TOKENS";
+pub const LITELLM_MASTER_KEY: &str = "LITELLM_MASTER_KEY";
+pub const UPSTREAM_TIMEOUT_SEC: &str = "UPSTREAM_TIMEOUT_SEC";
+pub const UPSTREAM_TIMEOUT_A11Y: &str = "UPSTREAM_TIMEOUT_A11Y";
+pub const CATALOG_TTL_SEC: &str = "CATALOG_TTL_SEC";
+pub const MANIFEST_PATH: &str = "MANIFEST_PATH";
+pub const PORT: &str = "PORT";
+pub const BIND_ADDR: &str = "BIND_ADDR";
+pub const ALLOWED_ORIGINS: &str = "ALLOWED_ORIGINS";
+pub const MAX_BODY_BYTES: &str = "MAX_BODY_BYTES";
+pub const MAX_RESULT_BYTES: &str = "MAX_RESULT_BYTES";
+pub const LOG_LEVEL: &str = "LOG_LEVEL";
+pub const LOG_FORMAT: &str = "LOG_FORMAT";
+
+pub const DEFAULT_PORT: u16 = 8092;
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+pub const DEFAULT_A11Y_TIMEOUT: Duration = Duration::from_secs(280);
+pub const DEFAULT_TTL: Duration = Duration::from_secs(1800);
+pub const DEFAULT_MAX_BODY: usize = 4 * 1024 * 1024;
+pub const DEFAULT_MAX_RESULT: usize = 16 * 1024 * 1024;
+
+/// One upstream as configured.
+#[derive(Clone, PartialEq, Eq)]
+pub struct UpstreamConfig {
+    pub label: String,
+    pub url: String,
+    pub token: Option<String>,
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for UpstreamConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the token.
+        f.debug_struct("UpstreamConfig")
+            .field("label", &self.label)
+            .field("url", &self.url)
+            .field("auth", &self.token.is_some())
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Json,
+    Text,
+}
+
+/// The whole service configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub upstreams: Vec<UpstreamConfig>,
+    pub catalog_ttl: Option<Duration>,
+    pub manifest_path: Option<PathBuf>,
+    pub bind_addr: String,
+    pub port: u16,
+    /// Extra allowed `Origin` values (exact, lower-cased); loopback origins are always allowed.
+    pub allowed_origins: Vec<String>,
+    pub max_body_bytes: usize,
+    pub max_result_bytes: usize,
+    pub log_level: log::LevelFilter,
+    pub log_format: LogFormat,
+}
+
+/// A configuration error, naming the variable at fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    pub var: &'static str,
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invalid configuration: {}: {}", self.var, self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn err(var: &'static str, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        var,
+        message: message.into(),
+    }
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Config::from_lookup(&|k| std::env::var(k).ok())
+    }
+
+    /// Builds the configuration from a variable lookup (empty values count as unset).
+    pub fn from_lookup(get: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let get = |k: &str| get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        let timeout = match get(UPSTREAM_TIMEOUT_SEC) {
+            Some(v) => Duration::from_secs(parse_positive(UPSTREAM_TIMEOUT_SEC, &v)?),
+            None => DEFAULT_TIMEOUT,
+        };
+        let a11y_timeout = match get(UPSTREAM_TIMEOUT_A11Y) {
+            Some(v) => Duration::from_secs(parse_positive(UPSTREAM_TIMEOUT_A11Y, &v)?),
+            None => DEFAULT_A11Y_TIMEOUT,
+        };
+        let master_key = get(LITELLM_MASTER_KEY);
+
+        let raw: Vec<(Option<String>, String, Option<String>, &'static str)> = if let Some(list) = get(UPSTREAMS) {
+            split_list(&list)
+                .map(|entry| {
+                    let (url_part, token) = match entry.split_once('|') {
+                        Some((u, t)) => (u.trim(), Some(t.trim().to_string()).filter(|t| !t.is_empty())),
+                        None => (entry, None),
+                    };
+                    let (label, url) = split_label(url_part);
+                    (label, url.to_string(), token, UPSTREAMS)
+                })
+                .collect()
+        } else if let Some(list) = get(UPSTREAM_URLS) {
+            let tokens: Vec<String> = get(UPSTREAM_TOKENS)
+                .map(|t| t.split(',').map(|s| s.trim().to_string()).collect())
+                .unwrap_or_default();
+            split_list(&list)
+                .enumerate()
+                .map(|(i, u)| {
+                    let (label, url) = split_label(u);
+                    let token = tokens.get(i).cloned().filter(|t| !t.is_empty());
+                    (label, url.to_string(), token, UPSTREAM_URLS)
+                })
+                .collect()
+        } else {
+            return Err(err(
+                UPSTREAMS,
+                "no upstream configured: set UPSTREAMS=url|token,... (or run `mcp-search-proxy demo`)",
+            ));
+        };
+        if raw.is_empty() {
+            return Err(err(UPSTREAMS, "the list is empty"));
+        }
+
+        let mut upstreams: Vec<UpstreamConfig> = Vec::new();
+        for (i, (label, url, token, var)) in raw.into_iter().enumerate() {
+            validate_url(var, &url)?;
+            if upstreams.iter().any(|u| u.url == url) {
+                return Err(err(var, format!("{url} is listed twice")));
+            }
+            let token = token.or_else(|| {
+                if url.contains("litellm") {
+                    master_key.clone()
+                } else {
+                    None
+                }
+            });
+            let timeout = if url.contains("a11y") { a11y_timeout } else { timeout };
+            let mut label = label.unwrap_or_else(|| derive_label(&url, i));
+            if upstreams.iter().any(|u| u.label == label) {
+                let base = label.clone();
+                let mut n = 2;
+                while upstreams.iter().any(|u| u.label == label) {
+                    label = format!("{base}{n}");
+                    n += 1;
+                }
+            }
+            upstreams.push(UpstreamConfig {
+                label,
+                url,
+                token,
+                timeout,
+            });
+        }
+
+        let catalog_ttl = match get(CATALOG_TTL_SEC) {
+            None => Some(DEFAULT_TTL),
+            Some(v) => match v.parse::<u64>() {
+                Ok(0) => None,
+                Ok(n) => Some(Duration::from_secs(n)),
+                Err(_) => {
+                    return Err(err(
+                        CATALOG_TTL_SEC,
+                        format!("{v:?} is not a whole number of seconds (0 disables)"),
+                    ))
+                }
+            },
+        };
+        let port = match get(PORT) {
+            None => DEFAULT_PORT,
+            Some(v) => v
+                .parse::<u16>()
+                .map_err(|_| err(PORT, format!("{v:?} is not a port number (0-65535)")))?,
+        };
+        let bind_addr = get(BIND_ADDR).unwrap_or_else(|| "0.0.0.0".into());
+        if bind_addr.parse::<std::net::IpAddr>().is_err() && bind_addr != "localhost" {
+            return Err(err(BIND_ADDR, format!("{bind_addr:?} is not an IP address")));
+        }
+        let allowed_origins = get(ALLOWED_ORIGINS)
+            .map(|v| {
+                split_list(&v)
+                    .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let max_body_bytes = match get(MAX_BODY_BYTES) {
+            None => DEFAULT_MAX_BODY,
+            Some(v) => parse_positive(MAX_BODY_BYTES, &v)? as usize,
+        };
+        let max_result_bytes = match get(MAX_RESULT_BYTES) {
+            None => DEFAULT_MAX_RESULT,
+            Some(v) => parse_positive(MAX_RESULT_BYTES, &v)? as usize,
+        };
+        let log_level = match get(LOG_LEVEL) {
+            None => log::LevelFilter::Info,
+            Some(v) => v.parse::<log::LevelFilter>().map_err(|_| {
+                err(
+                    LOG_LEVEL,
+                    format!("{v:?} is not one of off, error, warn, info, debug, trace"),
+                )
+            })?,
+        };
+        let log_format = match get(LOG_FORMAT).as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None | Some("json") => LogFormat::Json,
+            Some("text") => LogFormat::Text,
+            Some(other) => return Err(err(LOG_FORMAT, format!("{other:?} is not json or text"))),
+        };
+        Ok(Config {
+            upstreams,
+            catalog_ttl,
+            manifest_path: get(MANIFEST_PATH).map(PathBuf::from),
+            bind_addr,
+            port,
+            allowed_origins,
+            max_body_bytes,
+            max_result_bytes,
+            log_level,
+            log_format,
+        })
+    }
+}
+
+fn split_list(s: &str) -> impl Iterator<Item = &str> {
+    s.split(',').map(str::trim).filter(|p| !p.is_empty())
+}
+
+/// `label=http://…` names an upstream explicitly; a plain URL gets a derived label.
+fn split_label(s: &str) -> (Option<String>, &str) {
+    if let Some((label, rest)) = s.split_once('=') {
+        let label_ok = !label.is_empty() && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+        if label_ok && (rest.starts_with("http://") || rest.starts_with("https://")) {
+            return (Some(label.to_string()), rest.trim());
+        }
+    }
+    (None, s.trim())
+}
+
+fn validate_url(var: &'static str, url: &str) -> Result<(), ConfigError> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or_else(|| err(var, format!("{url:?} is not an http:// or https:// URL")))?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.is_empty() || authority.contains(char::is_whitespace) {
+        return Err(err(var, format!("{url:?} has no host")));
+    }
+    if url.parse::<awc::http::Uri>().is_err() {
+        return Err(err(var, format!("{url:?} is not a valid URL")));
+    }
+    Ok(())
+}
+
+/// A short label from the URL's host: its first DNS label for names (`litellm` for
+/// `http://litellm:4000/mcp`), `upstream<N>` for IP addresses and localhost.
+fn derive_label(url: &str, index: usize) -> String {
+    let rest = url.split_once("://").map(|x| x.1).unwrap_or(url);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map(|x| x.1).unwrap_or(authority);
+    let host = if host.starts_with('[') {
+        ""
+    } else {
+        host.split(':').next().unwrap_or("")
+    };
+    let first = host.split('.').next().unwrap_or("");
+    let is_ip = host.parse::<std::net::IpAddr>().is_ok();
+    if first.is_empty() || is_ip || first == "localhost" {
+        return format!("upstream{}", index + 1);
+    }
+    first
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn parse_positive(var: &'static str, v: &str) -> Result<u64, ConfigError> {
+    match v.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(err(var, format!("{v:?} is not a positive whole number"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(&|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn upstreams_split_on_the_first_pipe_and_get_labels() {
+        let c = cfg(&[(
+            UPSTREAMS,
+            "http://litellm:4000/mcp|sk-a|b, browser=http://127.0.0.1:8931/mcp,http://10.0.0.1/mcp",
+        )])
+        .unwrap();
+        assert_eq!(c.upstreams.len(), 3);
+        assert_eq!(c.upstreams[0].label, "litellm");
+        assert_eq!(c.upstreams[0].token.as_deref(), Some("sk-a|b"));
+        assert_eq!(c.upstreams[1].label, "browser");
+        assert_eq!(c.upstreams[1].url, "http://127.0.0.1:8931/mcp");
+        assert_eq!(c.upstreams[1].token, None);
+        assert_eq!(c.upstreams[2].label, "upstream3");
+        assert_eq!(c.port, DEFAULT_PORT);
+        assert_eq!(c.catalog_ttl, Some(DEFAULT_TTL));
+    }
+
+    #[test]
+    fn legacy_positional_form_and_precedence() {
+        let c = cfg(&[
+            (UPSTREAM_URLS, "http://a.example/mcp,http://b.example/mcp"),
+            (UPSTREAM_TOKENS, ",tb"),
+        ])
+        .unwrap();
+        assert_eq!(c.upstreams[0].token, None);
+        assert_eq!(c.upstreams[1].token.as_deref(), Some("tb"));
+        let c = cfg(&[
+            (UPSTREAMS, "http://x.example/mcp"),
+            (UPSTREAM_URLS, "http://a.example/mcp"),
+        ])
+        .unwrap();
+        assert_eq!(c.upstreams.len(), 1);
+        assert_eq!(c.upstreams[0].url, "http://x.example/mcp");
+    }
+
+    #[test]
+    fn master_key_only_for_litellm_urls_without_own_token() {
+        let c = cfg(&[
+            (
+                UPSTREAMS,
+                "http://litellm:4000/mcp,http://other/mcp,http://litellm-b/mcp|own",
+            ),
+            (LITELLM_MASTER_KEY, "sk-master"),
+        ])
+        .unwrap();
+        assert_eq!(c.upstreams[0].token.as_deref(), Some("sk-master"));
+        assert_eq!(c.upstreams[1].token, None);
+        assert_eq!(c.upstreams[2].token.as_deref(), Some("own"));
+    }
+
+    #[test]
+    fn a11y_urls_get_their_own_timeout() {
+        let c = cfg(&[
+            (UPSTREAMS, "http://a11y:8931/mcp,http://x/mcp"),
+            (UPSTREAM_TIMEOUT_SEC, "30"),
+        ])
+        .unwrap();
+        assert_eq!(c.upstreams[0].timeout, DEFAULT_A11Y_TIMEOUT);
+        assert_eq!(c.upstreams[1].timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn duplicate_labels_are_made_unique() {
+        let c = cfg(&[(UPSTREAMS, "http://svc:1/mcp,http://svc:2/mcp")]).unwrap();
+        assert_eq!(c.upstreams[0].label, "svc");
+        assert_eq!(c.upstreams[1].label, "svc2");
+    }
+
+    #[test]
+    fn bad_values_name_their_variable() {
+        let bad = |vars: &[(&str, &str)], var: &str| assert_eq!(cfg(vars).unwrap_err().var, var);
+        bad(&[], UPSTREAMS);
+        bad(&[(UPSTREAMS, "ftp://x")], UPSTREAMS);
+        bad(&[(UPSTREAMS, "http://")], UPSTREAMS);
+        bad(&[(UPSTREAMS, "http://a/mcp,http://a/mcp")], UPSTREAMS);
+        bad(&[(UPSTREAM_URLS, "nope")], UPSTREAM_URLS);
+        bad(&[(UPSTREAMS, "http://a/mcp"), (PORT, "99999")], PORT);
+        bad(&[(UPSTREAMS, "http://a/mcp"), (CATALOG_TTL_SEC, "-1")], CATALOG_TTL_SEC);
+        bad(
+            &[(UPSTREAMS, "http://a/mcp"), (UPSTREAM_TIMEOUT_SEC, "0")],
+            UPSTREAM_TIMEOUT_SEC,
+        );
+        bad(&[(UPSTREAMS, "http://a/mcp"), (LOG_LEVEL, "loud")], LOG_LEVEL);
+        bad(&[(UPSTREAMS, "http://a/mcp"), (LOG_FORMAT, "xml")], LOG_FORMAT);
+        bad(&[(UPSTREAMS, "http://a/mcp"), (MAX_BODY_BYTES, "x")], MAX_BODY_BYTES);
+        bad(&[(UPSTREAMS, "http://a/mcp"), (BIND_ADDR, "not an ip")], BIND_ADDR);
+    }
+
+    #[test]
+    fn ttl_zero_disables_and_tokens_never_print() {
+        let c = cfg(&[(UPSTREAMS, "http://a/mcp|secret-token"), (CATALOG_TTL_SEC, "0")]).unwrap();
+        assert_eq!(c.catalog_ttl, None);
+        assert!(!format!("{c:?}").contains("secret-token"));
+    }
+}

@@ -1,0 +1,520 @@
+//! The four fixed tools the proxy exposes: `mcp_search`, `mcp_describe`, `mcp_call`,
+//! `mcp_refresh`.
+//!
+//! Their definitions are constants (byte-stable `tools/list`); the search and describe
+//! logic are pure functions over a catalog [`Snapshot`], so they are unit-tested without a
+//! server. Errors the model can fix come back as `isError` results that say what to do next.
+
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use proxy_actors::catalog::snapshot::clip;
+use proxy_actors::catalog::{GetSnapshot, Refresh, RefreshReason, Snapshot};
+use proxy_actors::model::CatalogTool;
+use proxy_actors::upstream::{CallTool, UpstreamError};
+
+use super::AppState;
+
+pub const SEARCH: &str = "mcp_search";
+pub const DESCRIBE: &str = "mcp_describe";
+pub const CALL: &str = "mcp_call";
+pub const REFRESH: &str = "mcp_refresh";
+
+pub const DEFAULT_LIMIT: usize = 5;
+pub const MAX_LIMIT: usize = 25;
+pub const MAX_QUERIES: usize = 7;
+pub const MAX_DESCRIBE: usize = 10;
+/// Descriptions in search hits are clipped to this many characters.
+pub const HIT_DESCRIPTION_CHARS: usize = 500;
+
+/// The `tools` array of `tools/list`, as JSON text (fixed, byte-stable).
+pub fn definitions() -> Value {
+    json!([
+        {
+            "name": SEARCH,
+            "description": "Find tools across all connected MCP servers. Workflow: mcp_search -> mcp_describe (full schema) -> mcp_call. Hits list each tool's name, source, description and required parameters; if those suffice, call it directly. An empty result means no such tool exists: rephrase or pick another source.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": {
+                        "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "maxItems": MAX_QUERIES}],
+                        "description": "What you want to do, in keywords or words (e.g. \"send email\"); or a list of up to 7 queries, each answered separately."
+                    },
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}
+                },
+                "required": ["query"]
+            },
+            "annotations": {"readOnlyHint": true}
+        },
+        {
+            "name": DESCRIBE,
+            "description": "Get the full definitions (inputSchema, outputSchema, annotations) of up to 10 tools by exact name, before calling them.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"names": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_DESCRIBE}},
+                "required": ["names"]
+            },
+            "annotations": {"readOnlyHint": true}
+        },
+        {
+            "name": CALL,
+            "description": "Call a tool by its exact name with arguments that match its inputSchema. Use a name from mcp_search; when unsure of the arguments, mcp_describe it first.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "arguments": {"type": "object", "description": "The tool's arguments."}
+                },
+                "required": ["name"]
+            }
+        },
+        {
+            "name": REFRESH,
+            "description": "Re-list the tools of all upstream servers and rebuild the search index. Only needed when tools were added upstream since the last refresh.",
+            "inputSchema": {"type": "object", "properties": {}}
+        }
+    ])
+}
+
+/// A tool result: `content` with one text block, plus `structuredContent`.
+pub fn result(structured: Value, is_error: bool) -> Value {
+    let text = structured.to_string();
+    let mut m = Map::new();
+    m.insert("content".into(), json!([{"type": "text", "text": text}]));
+    m.insert("structuredContent".into(), structured);
+    if is_error {
+        m.insert("isError".into(), Value::Bool(true));
+    }
+    Value::Object(m)
+}
+
+/// An `isError` result for a mistake in the call that the model can correct.
+pub fn usage_error(message: impl Into<String>) -> Value {
+    result(json!({"error": {"side": "client", "message": message.into()}}), true)
+}
+
+/// Dispatches a `tools/call` of one of the four tools. `None` = not one of ours.
+pub async fn call(state: &AppState, name: &str, args: Value, meta: Option<Value>) -> Option<Value> {
+    let args = match args {
+        Value::Null => Map::new(),
+        Value::Object(m) => m,
+        _ => return Some(usage_error("arguments must be an object")),
+    };
+    Some(match name {
+        SEARCH => {
+            let snap = snapshot(state).await;
+            search(&snap, &args)
+        }
+        DESCRIBE => {
+            let snap = snapshot(state).await;
+            describe(&snap, &args)
+        }
+        CALL => call_upstream(state, &args, meta).await,
+        REFRESH => refresh(state).await,
+        _ => return None,
+    })
+}
+
+async fn snapshot(state: &AppState) -> Arc<Snapshot> {
+    state.catalog.send(GetSnapshot).await.unwrap_or_default()
+}
+
+/// Parses `query` (a string or a list of up to 7 strings) and `limit`.
+fn search_args(args: &Map<String, Value>) -> Result<(Vec<String>, bool, usize), String> {
+    let (queries, many) = match args.get("query") {
+        Some(Value::String(q)) => (vec![q.clone()], false),
+        Some(Value::Array(a)) => {
+            let qs: Option<Vec<String>> = a.iter().map(|v| v.as_str().map(str::to_string)).collect();
+            match qs {
+                Some(qs) if !qs.is_empty() && qs.len() <= MAX_QUERIES => (qs, true),
+                Some(qs) if qs.is_empty() => return Err("query list is empty; give 1 to 7 queries".into()),
+                Some(_) => return Err(format!("at most {MAX_QUERIES} queries per call")),
+                None => return Err("every query in the list must be a string".into()),
+            }
+        }
+        Some(_) => return Err("query must be a string or a list of strings".into()),
+        None => return Err("missing required argument `query` (what you want to do, e.g. \"send email\")".into()),
+    };
+    if queries.iter().all(|q| q.trim().is_empty()) {
+        return Err("query is empty; describe what you want to do, e.g. \"list calendar events\"".into());
+    }
+    let limit = match args.get("limit") {
+        None | Some(Value::Null) => DEFAULT_LIMIT,
+        Some(v) => match v
+            .as_u64()
+            .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
+        {
+            Some(n) if (1..=MAX_LIMIT as u64).contains(&n) => n as usize,
+            _ => return Err(format!("limit must be an integer from 1 to {MAX_LIMIT}")),
+        },
+    };
+    Ok((queries, many, limit))
+}
+
+/// `mcp_search` over a snapshot.
+pub fn search(snap: &Snapshot, args: &Map<String, Value>) -> Value {
+    let (queries, many, limit) = match search_args(args) {
+        Ok(x) => x,
+        Err(e) => return usage_error(e),
+    };
+    let answers: Vec<Value> = queries.iter().map(|q| search_one(snap, q, limit)).collect();
+    if many {
+        result(json!({"queries": answers}), false)
+    } else {
+        result(answers.into_iter().next().unwrap_or(Value::Null), false)
+    }
+}
+
+fn search_one(snap: &Snapshot, query: &str, limit: usize) -> Value {
+    let hits = snap.index.search(query, limit);
+    let results: Vec<Value> = hits
+        .iter()
+        .filter_map(|h| snap.tools.get(h.doc))
+        .map(hit_json)
+        .collect();
+    if results.is_empty() {
+        let sources: Vec<Value> = snap
+            .sources
+            .iter()
+            .map(|s| json!({"source": s.source, "tools": s.tools}))
+            .collect();
+        let hint = if snap.tools.is_empty() {
+            "The catalog is empty: no upstream has answered yet. Try mcp_refresh, or retry shortly."
+        } else {
+            "No tool matches. Rephrase with other words (an action and an object, e.g. \"create calendar event\"), or search for one of the sources above. If nothing fits, the capability is not available."
+        };
+        return json!({"query": query, "results": [], "available_sources": sources, "hint": hint});
+    }
+    json!({"query": query, "results": results})
+}
+
+fn hit_json(t: &CatalogTool) -> Value {
+    json!({
+        "name": t.tool.name,
+        "source": t.source,
+        "description": clip(t.tool.description_str(), HIT_DESCRIPTION_CHARS),
+        "required": t.tool.required_params(),
+    })
+}
+
+/// `mcp_describe` over a snapshot.
+pub fn describe(snap: &Snapshot, args: &Map<String, Value>) -> Value {
+    let names: Vec<String> = match args.get("names") {
+        Some(Value::Array(a)) => match a
+            .iter()
+            .map(|v| v.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+        {
+            Some(n) => n,
+            None => return usage_error("names must be a list of tool names (strings)"),
+        },
+        Some(Value::String(s)) => vec![s.clone()],
+        _ => {
+            return usage_error(
+                "missing required argument `names` (a list of up to 10 exact tool names from mcp_search)",
+            )
+        }
+    };
+    if names.is_empty() {
+        return usage_error("names is empty; give 1 to 10 tool names");
+    }
+    if names.len() > MAX_DESCRIBE {
+        return usage_error(format!("at most {MAX_DESCRIBE} names per call; split the list"));
+    }
+    let mut tools = Vec::new();
+    let mut not_found = Vec::new();
+    let mut suggestions = Map::new();
+    for name in &names {
+        match snap.get(name) {
+            Some(t) => tools.push(definition_json(t)),
+            None => {
+                not_found.push(Value::from(name.as_str()));
+                let close = closest_names(snap, name);
+                if !close.is_empty() {
+                    suggestions.insert(name.clone(), json!(close));
+                }
+            }
+        }
+    }
+    let mut out = json!({"tools": tools, "not_found": not_found});
+    if !suggestions.is_empty() {
+        out["did_you_mean"] = Value::Object(suggestions);
+    }
+    result(out, false)
+}
+
+fn definition_json(t: &CatalogTool) -> Value {
+    let mut m = Map::new();
+    m.insert("name".into(), Value::from(t.tool.name.as_str()));
+    m.insert("source".into(), Value::from(t.source.as_str()));
+    if let Some(title) = &t.tool.title {
+        m.insert("title".into(), Value::from(title.as_str()));
+    }
+    m.insert("description".into(), Value::from(t.tool.description_str()));
+    m.insert("inputSchema".into(), t.tool.input_schema.clone());
+    if let Some(o) = &t.tool.output_schema {
+        m.insert("outputSchema".into(), o.clone());
+    }
+    if let Some(a) = &t.tool.annotations {
+        m.insert("annotations".into(), a.clone());
+    }
+    Value::Object(m)
+}
+
+/// Up to three catalog names close to a name that does not exist.
+pub fn closest_names(snap: &Snapshot, name: &str) -> Vec<String> {
+    snap.index
+        .search(name, 3)
+        .into_iter()
+        .filter_map(|h| snap.tools.get(h.doc).map(|t| t.tool.name.clone()))
+        .collect()
+}
+
+/// Normalises `mcp_call`'s `arguments`: missing/null → `{}`, a JSON string is parsed.
+fn call_arguments(args: &Map<String, Value>) -> Result<Value, String> {
+    match args.get("arguments") {
+        None | Some(Value::Null) => Ok(json!({})),
+        Some(Value::Object(_)) => Ok(args["arguments"].clone()),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(json!({})),
+        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            _ => Err("arguments must be a JSON object of the tool's parameters".into()),
+        },
+        Some(_) => Err("arguments must be a JSON object of the tool's parameters".into()),
+    }
+}
+
+/// Names in `required` that the arguments lack.
+pub fn missing_required(t: &CatalogTool, arguments: &Value) -> Vec<String> {
+    t.tool
+        .required_params()
+        .into_iter()
+        .filter(|p| arguments.get(*p).is_none())
+        .map(str::to_string)
+        .collect()
+}
+
+async fn call_upstream(state: &AppState, args: &Map<String, Value>, meta: Option<Value>) -> Value {
+    let name = match args.get("name") {
+        Some(Value::String(n)) if !n.trim().is_empty() => n.trim().to_string(),
+        _ => return usage_error("missing required argument `name` (the exact tool name from mcp_search)"),
+    };
+    let arguments = match call_arguments(args) {
+        Ok(a) => a,
+        Err(e) => return usage_error(e),
+    };
+    let mut snap = snapshot(state).await;
+    if snap.get(&name).is_none() {
+        // One re-list, then one retry of the lookup.
+        let _ = state
+            .catalog
+            .send(Refresh {
+                reason: RefreshReason::UnknownTool,
+                seen_generation: Some(snap.generation),
+            })
+            .await;
+        snap = snapshot(state).await;
+    }
+    let Some(tool) = snap.get(&name) else {
+        let close = closest_names(&snap, &name);
+        let mut msg = format!("Unknown tool {name:?}: no connected server offers it (the tool list was re-checked).");
+        if close.is_empty() {
+            msg.push_str(" Use mcp_search to find the right tool.");
+        } else {
+            msg.push_str(&format!(
+                " Closest names: {}. Use one of them, or mcp_search.",
+                close.join(", ")
+            ));
+        }
+        return result(
+            json!({"error": {"side": "client", "message": msg, "did_you_mean": close}}),
+            true,
+        );
+    };
+    let missing = missing_required(tool, &arguments);
+    if !missing.is_empty() {
+        let msg = format!(
+            "Missing required argument(s) for {name}: {}. The tool was not called. Call mcp_describe with names [{name:?}] for its full schema.",
+            missing.join(", ")
+        );
+        return result(
+            json!({"error": {"side": "client", "message": msg, "missing": missing, "required": tool.tool.required_params()}}),
+            true,
+        );
+    }
+    let Some(addr) = state.upstreams.get(&tool.upstream) else {
+        return result(
+            json!({"error": {"side": "proxy", "message": format!("no route to upstream {:?}", tool.upstream)}}),
+            true,
+        );
+    };
+    let outcome = addr
+        .send(CallTool {
+            name: name.clone(),
+            arguments,
+            meta,
+            notifications: None,
+        })
+        .await
+        .unwrap_or(Err(UpstreamError::Unavailable));
+    match outcome {
+        Ok(r) => r,
+        Err(e) => upstream_failure(&tool.upstream, &name, &e),
+    }
+}
+
+/// An `isError` result that says the upstream failed, how, and whether a retry can help.
+pub fn upstream_failure(upstream: &str, tool: &str, e: &UpstreamError) -> Value {
+    let msg = format!("Upstream {upstream:?} failed calling {tool}: {e}. {}.", e.advice());
+    result(
+        json!({"error": {"side": "upstream", "upstream": upstream, "tool": tool, "message": msg, "retryable": e.retryable()}}),
+        true,
+    )
+}
+
+async fn refresh(state: &AppState) -> Value {
+    match state
+        .catalog
+        .send(Refresh {
+            reason: RefreshReason::Explicit,
+            seen_generation: None,
+        })
+        .await
+    {
+        Ok(Ok(report)) => result(serde_json::to_value(&report).unwrap_or(Value::Null), false),
+        Ok(Err(failure)) => {
+            let mut v = serde_json::to_value(&failure).unwrap_or(Value::Null);
+            v["side"] = Value::from("upstream");
+            result(json!({"error": v}), true)
+        }
+        Err(_) => result(
+            json!({"error": {"side": "proxy", "message": "the catalog is shutting down"}}),
+            true,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proxy_actors::catalog::UpstreamState;
+    use proxy_actors::mcp::types::Tool;
+
+    fn snap() -> Snapshot {
+        let tools: Vec<Tool> = serde_json::from_value(json!([
+            {"name": "mail-send_message", "description": "Send an email message to recipients.", "inputSchema": {"type": "object", "properties": {"to": {"type": "string"}, "subject": {"type": "string"}}, "required": ["to"]}},
+            {"name": "mail-list_messages", "description": "List email messages in the inbox.", "inputSchema": {"type": "object"}},
+            {"name": "cal-create_event", "description": "Create a calendar event.", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": false}},
+            {"name": "cal-list_events", "description": "List calendar events.", "inputSchema": {"type": "object"}}
+        ]))
+        .unwrap();
+        Snapshot::build(
+            vec![UpstreamState {
+                label: "agg".into(),
+                url: "u".into(),
+                tools,
+                ..Default::default()
+            }],
+            1,
+        )
+    }
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn definitions_are_small_and_stable() {
+        let text = definitions().to_string();
+        assert!(text.len() <= 2000, "tools/list is {} chars", text.len());
+        assert_eq!(text, definitions().to_string());
+        for t in definitions().as_array().unwrap() {
+            assert_eq!(t["inputSchema"]["type"], "object");
+        }
+    }
+
+    #[test]
+    fn search_returns_hits_with_required_params() {
+        let s = snap();
+        let r = search(&s, &args(json!({"query": "mail-send_message"})));
+        let hit = &r["structuredContent"]["results"][0];
+        assert_eq!(hit["name"], "mail-send_message");
+        assert_eq!(hit["source"], "mail");
+        assert_eq!(hit["required"], json!(["to"]));
+        assert!(r.get("isError").is_none());
+        assert_eq!(
+            r["content"][0]["text"].as_str().unwrap(),
+            r["structuredContent"].to_string()
+        );
+    }
+
+    #[test]
+    fn search_without_hits_lists_sources_and_a_hint() {
+        let s = snap();
+        let r = search(&s, &args(json!({"query": "xyzzy plugh"})));
+        let sc = &r["structuredContent"];
+        assert_eq!(sc["results"], json!([]));
+        assert_eq!(
+            sc["available_sources"],
+            json!([{"source": "cal", "tools": 2}, {"source": "mail", "tools": 2}])
+        );
+        assert!(sc["hint"].as_str().unwrap().contains("Rephrase"));
+    }
+
+    #[test]
+    fn search_validates_its_arguments() {
+        let s = snap();
+        for bad in [
+            json!({}),
+            json!({"query": 3}),
+            json!({"query": ""}),
+            json!({"query": "x", "limit": 0}),
+            json!({"query": "x", "limit": 26}),
+            json!({"query": ["a","b","c","d","e","f","g","h"]}),
+        ] {
+            let r = search(&s, &args(bad.clone()));
+            assert_eq!(r["isError"], true, "{bad}");
+            assert_eq!(r["structuredContent"]["error"]["side"], "client");
+        }
+        let r = search(
+            &s,
+            &args(json!({"query": ["mail-send_message", "cal-list_events"], "limit": 1})),
+        );
+        assert_eq!(r["structuredContent"]["queries"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn describe_returns_full_definitions_and_not_found() {
+        let s = snap();
+        let r = describe(&s, &args(json!({"names": ["cal-create_event", "nope"]})));
+        let sc = &r["structuredContent"];
+        assert_eq!(sc["tools"][0]["name"], "cal-create_event");
+        assert_eq!(sc["tools"][0]["inputSchema"], json!({"type": "object"}));
+        assert_eq!(sc["tools"][0]["annotations"], json!({"readOnlyHint": false}));
+        assert_eq!(sc["not_found"], json!(["nope"]));
+        let too_many: Vec<String> = (0..11).map(|i| format!("t{i}")).collect();
+        assert_eq!(describe(&s, &args(json!({"names": too_many})))["isError"], true);
+        assert_eq!(describe(&s, &args(json!({})))["isError"], true);
+    }
+
+    #[test]
+    fn call_arguments_are_repaired_when_unambiguous() {
+        assert_eq!(call_arguments(&args(json!({}))).unwrap(), json!({}));
+        assert_eq!(call_arguments(&args(json!({"arguments": null}))).unwrap(), json!({}));
+        assert_eq!(
+            call_arguments(&args(json!({"arguments": "{\"a\":1}"}))).unwrap(),
+            json!({"a": 1})
+        );
+        assert!(call_arguments(&args(json!({"arguments": "[1]"}))).is_err());
+        assert!(call_arguments(&args(json!({"arguments": 3}))).is_err());
+    }
+
+    #[test]
+    fn missing_required_names_each_absent_parameter() {
+        let s = snap();
+        let t = s.get("mail-send_message").unwrap();
+        assert_eq!(missing_required(t, &json!({"subject": "x"})), vec!["to".to_string()]);
+        assert!(missing_required(t, &json!({"to": "a@b"})).is_empty());
+    }
+}

@@ -1,0 +1,29 @@
+//! mcp-search-proxy: an MCP server that stands in front of tool-heavy MCP upstreams and
+//! exposes four tools (`mcp_search`, `mcp_describe`, `mcp_call`, `mcp_refresh`) instead of
+//! hundreds of schemas.
+//!
+//! # Layout
+//!
+//! ```text
+//! MCP client ── POST /mcp ──► http::mcp (checks, JSON-RPC dispatch)
+//!                               │  http::tools (the four tools; pure over a catalog snapshot)
+//!                               ├─► CatalogActor (proxy-actors::catalog): snapshot, index,
+//!                               │     routing, fingerprint, manifest, refresh state machine
+//!                               └─► UpstreamActor × N (proxy-actors::upstream): awc client,
+//!                                     session, token, timeout, reset/retry
+//! ```
+//!
+//! - [`config`]: environment variables → [`config::Config`] (exit 64 on a bad value).
+//! - [`logging`]: JSON lines on stdout.
+//! - [`http`]: routes, handlers and the four tools; handlers only send messages to actors.
+//! - [`server`]: starts the actors and the HTTP server (also used in-process by tests).
+//! - [`demo`]: an embedded MCP upstream for `mcp-search-proxy demo` and for fault-injection tests.
+//! - [`cli`]: the `search` and `eval` subcommands (same code path as `mcp_search`).
+//! - `proxy-actors` (the `actors/` crate): wire types, SSE decoder, search index, actors.
+
+pub mod cli;
+pub mod config;
+pub mod demo;
+pub mod http;
+pub mod logging;
+pub mod server;

@@ -1,0 +1,101 @@
+//! The `mcp-search-proxy` binary: parse the command line and the environment, start logging,
+//! run. Exits with 64 (EX_USAGE) on invalid configuration before binding any port.
+
+use std::net::TcpListener;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use mcp_search_proxy::config::{self, Config};
+use mcp_search_proxy::{cli, logging, server};
+
+const EX_USAGE: u8 = 64;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "mcp-search-proxy",
+    version,
+    about = "An MCP proxy that replaces hundreds of upstream tool schemas with four tools: mcp_search, mcp_describe, mcp_call, mcp_refresh.",
+    after_help = "Configuration comes from environment variables (UPSTREAMS, CATALOG_TTL_SEC, MANIFEST_PATH, PORT, LOG_LEVEL, ...); see the README.\nWithout a subcommand the proxy serves (same as `serve`)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the proxy (the default).
+    Serve,
+    /// Run the proxy on 127.0.0.1:8092 in front of an embedded demo upstream.
+    Demo,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => serve(),
+        Command::Demo => demo(),
+    }
+}
+
+fn serve() -> ExitCode {
+    let cfg = match Config::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("mcp-search-proxy: {e}");
+            return ExitCode::from(EX_USAGE);
+        }
+    };
+    logging::init(cfg.log_level, cfg.log_format);
+    let listener = match TcpListener::bind((cfg.bind_addr.as_str(), cfg.port)) {
+        Ok(l) => l,
+        Err(e) => {
+            log::error!(addr = format!("{}:{}", cfg.bind_addr, cfg.port).as_str(), error = e.to_string().as_str(); "cannot bind");
+            return ExitCode::FAILURE;
+        }
+    };
+    exit_code(actix_web::rt::System::new().block_on(server::run(cfg, listener)))
+}
+
+fn demo() -> ExitCode {
+    // The demo needs no configuration, but honours PORT and the log settings when given.
+    let get = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let port = match get(config::PORT).map(|v| v.trim().parse::<u16>()) {
+        None => config::DEFAULT_PORT,
+        Some(Ok(p)) => p,
+        Some(Err(_)) => {
+            eprintln!("mcp-search-proxy: invalid configuration: PORT: not a port number");
+            return ExitCode::from(EX_USAGE);
+        }
+    };
+    let log_level = match get(config::LOG_LEVEL).map(|v| v.parse::<log::LevelFilter>()) {
+        None => log::LevelFilter::Info,
+        Some(Ok(l)) => l,
+        Some(Err(_)) => {
+            eprintln!("mcp-search-proxy: invalid configuration: LOG_LEVEL: not a log level");
+            return ExitCode::from(EX_USAGE);
+        }
+    };
+    let log_format = match get(config::LOG_FORMAT).as_deref() {
+        Some("json") => config::LogFormat::Json,
+        _ => config::LogFormat::Text,
+    };
+    logging::init(log_level, log_format);
+    let settings = cli::demo::DemoSettings {
+        port,
+        log_level,
+        log_format,
+    };
+    exit_code(actix_web::rt::System::new().block_on(cli::demo::run(settings)))
+}
+
+fn exit_code(r: std::io::Result<()>) -> ExitCode {
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            log::error!(error = e.to_string().as_str(); "server failed");
+            ExitCode::FAILURE
+        }
+    }
+}
