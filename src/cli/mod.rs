@@ -2,3 +2,5 @@
 //! (offline ranking over a catalog file, through the same code path as `mcp_search`).
 
 pub mod demo;
+pub mod eval;
+pub mod search;

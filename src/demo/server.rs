@@ -153,9 +153,7 @@ pub struct Stats {
 impl Stats {
     /// A header of the latest `tools/call`, by case-insensitive name.
     pub fn last_header(&self, name: &str) -> Option<&str> {
-        self.last_headers
-            .get(&name.to_ascii_lowercase())
-            .map(String::as_str)
+        self.last_headers.get(&name.to_ascii_lowercase()).map(String::as_str)
     }
 }
 
@@ -268,9 +266,11 @@ pub async fn start(opts: UpstreamOptions, bind: &str) -> io::Result<RunningUpstr
     .disable_signals()
     .shutdown_timeout(1)
     .bind(bind)?;
-    let addr = server.addrs().first().copied().ok_or_else(|| {
-        io::Error::new(io::ErrorKind::AddrNotAvailable, "bind produced no address")
-    })?;
+    let addr = server
+        .addrs()
+        .first()
+        .copied()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::AddrNotAvailable, "bind produced no address"))?;
     let server = server.run();
     let handle = server.handle();
     let task = tokio::spawn(server);
@@ -350,34 +350,32 @@ impl Shared {
     }
 
     /// The checks every method shares: outage, bearer token, Origin.
-    fn admit(&self, req: &HttpRequest) -> Result<(), HttpResponse> {
+    fn admit(&self, req: &HttpRequest) -> Result<(), Refusal> {
         if self.lock().down {
-            return Err(http_error(
+            return Err(refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
                 SERVER_ERROR,
                 "Service unavailable (simulated outage)",
             ));
         }
         if let Some(token) = &self.config.bearer_token {
+            // The scheme name is case-insensitive (RFC 9110 §11.1), the token is not.
             let presented = header_str(req.headers(), header::AUTHORIZATION.as_str())
-                .and_then(|value| value.strip_prefix("Bearer "));
+                .and_then(|value| value.split_once(' '))
+                .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+                .map(|(_, presented)| presented.trim());
             if presented != Some(token.as_str()) {
                 self.lock().stats.unauthorized += 1;
-                let mut response = http_error(
+                return Err(refuse(
                     StatusCode::UNAUTHORIZED,
                     SERVER_ERROR,
                     "Unauthorized: missing or invalid bearer token",
-                );
-                response.headers_mut().insert(
-                    header::WWW_AUTHENTICATE,
-                    header::HeaderValue::from_static("Bearer"),
-                );
-                return Err(response);
+                ));
             }
         }
         if let Some(origin) = header_str(req.headers(), header::ORIGIN.as_str()) {
             if !origin_is_loopback(origin) {
-                return Err(http_error(
+                return Err(refuse(
                     StatusCode::FORBIDDEN,
                     SERVER_ERROR,
                     "Forbidden: Origin not allowed",
@@ -388,12 +386,12 @@ impl Shared {
     }
 
     /// The session a non-`initialize` message belongs to (`None` when stateless).
-    fn session_of(&self, req: &HttpRequest) -> Result<Option<String>, HttpResponse> {
+    fn session_of(&self, req: &HttpRequest) -> Result<Option<String>, Refusal> {
         if !self.config.stateful {
             return Ok(None);
         }
         let Some(session) = header_str(req.headers(), SESSION_HEADER) else {
-            return Err(http_error(
+            return Err(refuse(
                 StatusCode::BAD_REQUEST,
                 INVALID_REQUEST,
                 "Bad Request: Mcp-Session-Id header is required",
@@ -462,21 +460,26 @@ impl Reply {
 
 async fn post_mcp(req: HttpRequest, body: Bytes, shared: web::Data<Shared>) -> HttpResponse {
     match handle_post(&req, &body, &shared) {
-        Ok((id, reply)) => respond(&shared, id, reply).await,
-        Err(response) => response,
+        Ok(Handled::Reply(id, reply)) => respond(&shared, id, reply).await,
+        Ok(Handled::Accepted) => HttpResponse::Accepted().finish(),
+        Err(refusal) => refusal.into_response(),
     }
 }
 
-/// Everything up to the point where a request has a [`Reply`]; `Err` is a finished response.
-fn handle_post(
-    req: &HttpRequest,
-    body: &[u8],
-    shared: &Shared,
-) -> Result<(Value, Reply), HttpResponse> {
+/// How a POST that passed every check ends.
+enum Handled {
+    /// A request: its id and what to answer.
+    Reply(Value, Reply),
+    /// A notification or a client response: 202, no body.
+    Accepted,
+}
+
+/// Everything up to the point where a request has a [`Reply`].
+fn handle_post(req: &HttpRequest, body: &[u8], shared: &Shared) -> Result<Handled, Refusal> {
     shared.admit(req)?;
     let headers = req.headers();
     if !accepts_json_and_sse(header_str(headers, header::ACCEPT.as_str()).unwrap_or("")) {
-        return Err(http_error(
+        return Err(refuse(
             StatusCode::NOT_ACCEPTABLE,
             INVALID_REQUEST,
             "Not Acceptable: Client must accept both application/json and text/event-stream",
@@ -484,30 +487,25 @@ fn handle_post(
     }
     let content_type = header_str(headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
     if !media_type_is(content_type, "application/json") {
-        return Err(http_error(
+        return Err(refuse(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             INVALID_REQUEST,
             "Unsupported Media Type: Content-Type must be application/json",
         ));
     }
-    let value: Value = serde_json::from_slice(body).map_err(|err| {
-        http_error(
-            StatusCode::BAD_REQUEST,
-            PARSE_ERROR,
-            format!("Parse error: {err}"),
-        )
-    })?;
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|err| refuse(StatusCode::BAD_REQUEST, PARSE_ERROR, format!("Parse error: {err}")))?;
     let message = parse_message(value)?;
 
     if let Message::Request { id, method, params } = &message {
         if method == "initialize" {
-            return initialize(req, shared, params).map(|reply| (id.clone(), reply));
+            return initialize(req, shared, params).map(|reply| Handled::Reply(id.clone(), reply));
         }
     }
     let session = shared.session_of(req)?;
     if let Some(version) = header_str(headers, VERSION_HEADER) {
         if !SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
-            return Err(http_error(
+            return Err(refuse(
                 StatusCode::BAD_REQUEST,
                 INVALID_REQUEST,
                 format!(
@@ -520,40 +518,37 @@ fn handle_post(
     match message {
         Message::Request { id, method, params } => {
             let reply = dispatch(req, shared, session.as_deref(), &method, &params);
-            Ok((id, reply))
+            Ok(Handled::Reply(id, reply))
         }
         Message::Notification { method } => {
             if method == "notifications/initialized" {
                 shared.lock().stats.initialized_notifications += 1;
             }
-            Err(HttpResponse::Accepted().finish())
+            Ok(Handled::Accepted)
         }
-        Message::Response => Err(HttpResponse::Accepted().finish()),
+        Message::Response => Ok(Handled::Accepted),
     }
 }
 
 /// Sorts a JSON value into request / notification / response, or answers 400.
-fn parse_message(value: Value) -> Result<Message, HttpResponse> {
+fn parse_message(value: Value) -> Result<Message, Refusal> {
     let Value::Object(mut object) = value else {
         let message = if value.is_array() {
             "Invalid Request: batch requests are not supported"
         } else {
             "Invalid Request: expected a JSON-RPC object"
         };
-        return Err(http_error(
-            StatusCode::BAD_REQUEST,
-            INVALID_REQUEST,
-            message,
-        ));
+        return Err(refuse(StatusCode::BAD_REQUEST, INVALID_REQUEST, message));
     };
     let id = object
         .remove("id")
         .filter(|id| id.is_string() || id.is_i64() || id.is_u64());
-    let invalid = |id: Option<Value>, why: &str| {
-        http_error_with_id(
+    let invalid = |id: Option<Value>, why: &str| Refusal {
+        id: id.map(Box::new),
+        ..refuse(
             StatusCode::BAD_REQUEST,
-            id,
-            RpcError::new(INVALID_REQUEST, format!("Invalid Request: {why}")),
+            INVALID_REQUEST,
+            format!("Invalid Request: {why}"),
         )
     };
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
@@ -567,21 +562,19 @@ fn parse_message(value: Value) -> Result<Message, HttpResponse> {
         }),
         (Some(Value::String(method)), None) => Ok(Message::Notification { method }),
         (Some(_), id) => Err(invalid(id, "method must be a string")),
-        (None, Some(_)) if object.contains_key("result") || object.contains_key("error") => {
-            Ok(Message::Response)
-        }
+        (None, Some(_)) if object.contains_key("result") || object.contains_key("error") => Ok(Message::Response),
         (None, id) => Err(invalid(id, "no method")),
     }
 }
 
-fn initialize(req: &HttpRequest, shared: &Shared, params: &Value) -> Result<Reply, HttpResponse> {
+fn initialize(req: &HttpRequest, shared: &Shared, params: &Value) -> Result<Reply, Refusal> {
     let mut state = shared.lock();
     if shared.config.stateful {
         if let Some(session) = header_str(req.headers(), SESSION_HEADER) {
             // A client re-initialising must start without its old id (spec: "without a
             // session ID attached"); real SDK servers refuse it the same way.
             if state.sessions.contains_key(session) {
-                return Err(http_error(
+                return Err(refuse(
                     StatusCode::BAD_REQUEST,
                     INVALID_REQUEST,
                     "Bad Request: Server already initialized for this session",
@@ -626,13 +619,7 @@ fn initialize(req: &HttpRequest, shared: &Shared, params: &Value) -> Result<Repl
 }
 
 /// Runs a post-`initialize` request.
-fn dispatch(
-    req: &HttpRequest,
-    shared: &Shared,
-    session: Option<&str>,
-    method: &str,
-    params: &Value,
-) -> Reply {
+fn dispatch(req: &HttpRequest, shared: &Shared, session: Option<&str>, method: &str, params: &Value) -> Reply {
     match method {
         "ping" => {
             shared.lock().stats.ping += 1;
@@ -651,12 +638,7 @@ fn list_tools(shared: &Shared, params: &Value) -> Result<Value, RpcError> {
         Some(Value::String(cursor)) => decode_cursor(cursor)
             .filter(|offset| *offset <= state.tools.len())
             .ok_or_else(|| RpcError::new(INVALID_PARAMS, "Invalid params: invalid cursor"))?,
-        Some(_) => {
-            return Err(RpcError::new(
-                INVALID_PARAMS,
-                "Invalid params: cursor must be a string",
-            ))
-        }
+        Some(_) => return Err(RpcError::new(INVALID_PARAMS, "Invalid params: cursor must be a string")),
     };
     let end = match shared.config.page_size {
         Some(size) => offset.saturating_add(size).min(state.tools.len()),
@@ -699,10 +681,7 @@ fn call_tool(req: &HttpRequest, shared: &Shared, session: Option<&str>, params: 
         .iter()
         .find(|tool| tool.get("name").and_then(Value::as_str) == Some(name))
     else {
-        return Reply::now(Err(RpcError::new(
-            INVALID_PARAMS,
-            format!("Unknown tool: {name}"),
-        )));
+        return Reply::now(Err(RpcError::new(INVALID_PARAMS, format!("Unknown tool: {name}"))));
     };
     // An expired session cannot reach here (checked above), but stay total anyway.
     let counter = match session.and_then(|id| state.sessions.get_mut(id)) {
@@ -740,9 +719,7 @@ async fn respond(shared: &Shared, id: Value, reply: Reply) -> HttpResponse {
 
     let stream = shared.next_stream.fetch_add(1, Ordering::Relaxed);
     let priming = Bytes::from(format!("id: {stream}-0\ndata: \n\n"));
-    let event = Bytes::from(format!(
-        "event: message\nid: {stream}-1\ndata: {envelope}\n\n"
-    ));
+    let event = Bytes::from(format!("event: message\nid: {stream}-1\ndata: {envelope}\n\n"));
     let delay = reply.delay;
     let body = futures_util::stream::once(async move { Ok::<_, Infallible>(priming) }).chain(
         futures_util::stream::once(async move {
@@ -760,8 +737,8 @@ async fn respond(shared: &Shared, id: Value, reply: Reply) -> HttpResponse {
 
 /// `DELETE /mcp`: ends the named session (stateful mode) so that its id gets 404 afterwards.
 async fn delete_mcp(req: HttpRequest, shared: web::Data<Shared>) -> HttpResponse {
-    if let Err(response) = shared.admit(&req) {
-        return response;
+    if let Err(refusal) = shared.admit(&req) {
+        return refusal.into_response();
     }
     if !shared.config.stateful {
         return method_not_allowed(&shared);
@@ -774,7 +751,7 @@ async fn delete_mcp(req: HttpRequest, shared: web::Data<Shared>) -> HttpResponse
             HttpResponse::Ok().finish()
         }
         Ok(None) => method_not_allowed(&shared),
-        Err(response) => response,
+        Err(refusal) => refusal.into_response(),
     }
 }
 
@@ -782,7 +759,7 @@ async fn delete_mcp(req: HttpRequest, shared: web::Data<Shared>) -> HttpResponse
 async fn other_method(req: HttpRequest, shared: web::Data<Shared>) -> HttpResponse {
     match shared.admit(&req) {
         Ok(()) => method_not_allowed(&shared),
-        Err(response) => response,
+        Err(refusal) => refusal.into_response(),
     }
 }
 
@@ -790,41 +767,50 @@ async fn other_method(req: HttpRequest, shared: web::Data<Shared>) -> HttpRespon
 // Helpers
 
 fn method_not_allowed(shared: &Shared) -> HttpResponse {
-    let allow = if shared.config.stateful {
-        "POST, DELETE"
-    } else {
-        "POST"
-    };
-    let mut response = http_error(
-        StatusCode::METHOD_NOT_ALLOWED,
-        SERVER_ERROR,
-        "Method Not Allowed",
-    );
-    response.headers_mut().insert(
-        header::ALLOW,
-        header::HeaderValue::from_static(allow),
-    );
+    let allow = if shared.config.stateful { "POST, DELETE" } else { "POST" };
+    let mut response = refuse(StatusCode::METHOD_NOT_ALLOWED, SERVER_ERROR, "Method Not Allowed").into_response();
+    response
+        .headers_mut()
+        .insert(header::ALLOW, header::HeaderValue::from_static(allow));
     response
 }
 
-fn session_not_found() -> HttpResponse {
-    http_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found")
+fn session_not_found() -> Refusal {
+    refuse(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found")
 }
 
-/// An HTTP error whose body is a JSON-RPC error without `id` (the request's id is unknown).
-fn http_error(status: StatusCode, code: i64, message: impl Into<String>) -> HttpResponse {
-    http_error_with_id(status, None, RpcError::new(code, message))
-}
-
-fn http_error_with_id(status: StatusCode, id: Option<Value>, error: RpcError) -> HttpResponse {
-    let mut body = json!({
-        "jsonrpc": "2.0",
-        "error": {"code": error.code, "message": error.message},
-    });
-    if let Some(id) = id {
-        body["id"] = id;
+/// A refusal whose body will carry no `id` (the request's id is unknown).
+fn refuse(status: StatusCode, code: i64, message: impl Into<String>) -> Refusal {
+    Refusal {
+        status,
+        error: RpcError::new(code, message),
+        id: None,
     }
-    HttpResponse::build(status).json(body)
+}
+
+/// A message refused before dispatch: an HTTP error status with a JSON-RPC error body.
+struct Refusal {
+    status: StatusCode,
+    error: RpcError,
+    /// The request's id when it could be read (boxed: refusals travel in `Result::Err`).
+    id: Option<Box<Value>>,
+}
+
+impl Refusal {
+    fn into_response(self) -> HttpResponse {
+        let mut body = json!({
+            "jsonrpc": "2.0",
+            "error": {"code": self.error.code, "message": self.error.message},
+        });
+        if let Some(id) = self.id {
+            body["id"] = *id;
+        }
+        let mut response = HttpResponse::build(self.status);
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
+        }
+        response.json(body)
+    }
 }
 
 /// A header as text; absent and non-ASCII values are treated alike.
@@ -851,16 +837,9 @@ fn header_snapshot(headers: &HeaderMap) -> BTreeMap<String, String> {
 fn accepts_json_and_sse(accept: &str) -> bool {
     let types: Vec<String> = accept
         .split(',')
-        .map(|part| {
-            part.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase()
-        })
+        .map(|part| part.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
         .collect();
-    let admits =
-        |exact: &str, family: &str| types.iter().any(|t| t == exact || t == family || t == "*/*");
+    let admits = |exact: &str, family: &str| types.iter().any(|t| t == exact || t == family || t == "*/*");
     admits("application/json", "application/*") && admits("text/event-stream", "text/*")
 }
 
@@ -925,11 +904,7 @@ fn decode_cursor(cursor: &str) -> Option<usize> {
         .step_by(2)
         .map(|i| u8::from_str_radix(&cursor[i..i + 2], 16).ok())
         .collect::<Option<Vec<u8>>>()?;
-    String::from_utf8(bytes)
-        .ok()?
-        .strip_prefix("offset:")?
-        .parse()
-        .ok()
+    String::from_utf8(bytes).ok()?.strip_prefix("offset:")?.parse().ok()
 }
 
 #[cfg(test)]

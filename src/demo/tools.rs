@@ -22,10 +22,7 @@ pub(super) fn implementation_key(tool_name: &str) -> &str {
 ///
 /// `counter` is the state of the caller's session (or of the process when stateless).
 pub(super) fn call(definition: &Value, arguments: &Map<String, Value>, counter: &mut u64) -> Value {
-    let name = definition
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let name = definition.get("name").and_then(Value::as_str).unwrap_or_default();
     let missing = missing_required(definition, arguments);
     if !missing.is_empty() {
         return error_result(format!(
@@ -137,11 +134,7 @@ fn placeholder(schema: &Value) -> Value {
     if let Some(value) = schema.get("const") {
         return value.clone();
     }
-    if let Some(first) = schema
-        .get("enum")
-        .and_then(Value::as_array)
-        .and_then(|e| e.first())
-    {
+    if let Some(first) = schema.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
         return first.clone();
     }
     match schema.get("type").and_then(Value::as_str) {
@@ -228,10 +221,7 @@ mod tests {
         });
         let r = run(def, json!({"address": "Main St 1"}));
         assert_eq!(r["isError"], false);
-        assert_eq!(
-            r["structuredContent"],
-            json!({"lat": 0, "lon": 0, "kind": "street"})
-        );
+        assert_eq!(r["structuredContent"], json!({"lat": 0, "lon": 0, "kind": "street"}));
         let text = r["content"][0]["text"].as_str().unwrap();
         assert!(text.contains("atlascope") && text.contains("Main St 1"), "{text}");
     }
@@ -241,9 +231,6 @@ mod tests {
         let r = run(json!({"name": "image"}), json!({}));
         assert_eq!(r["content"][0]["mimeType"], "image/png");
         // base64 of the 8-byte PNG signature starts with this.
-        assert!(r["content"][0]["data"]
-            .as_str()
-            .unwrap()
-            .starts_with("iVBORw0KGgo"));
+        assert!(r["content"][0]["data"].as_str().unwrap().starts_with("iVBORw0KGgo"));
     }
 }

@@ -75,6 +75,8 @@ pub enum RefreshReason {
     Explicit,
     UnknownTool,
     ListChanged,
+    /// Some upstream has never answered yet.
+    Retry,
 }
 
 impl RefreshReason {
@@ -85,6 +87,7 @@ impl RefreshReason {
             RefreshReason::Explicit => "explicit",
             RefreshReason::UnknownTool => "unknown_tool",
             RefreshReason::ListChanged => "list_changed",
+            RefreshReason::Retry => "retry",
         }
     }
 }
@@ -163,7 +166,16 @@ pub struct CatalogActor {
     last_finished: Option<Instant>,
     /// Fan-outs started since the actor was created (observability and tests).
     fanouts: u64,
+    /// Back-off of the retry scheduled while some upstream has never answered (an upstream
+    /// started after the proxy must not wait a whole TTL to be listed).
+    retry_backoff: Option<Duration>,
+    /// The pending retry timer, so a newer one replaces it instead of piling up.
+    retry_timer: Option<SpawnHandle>,
 }
+
+/// First and last delay of the retry for upstreams that never answered.
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(60);
 
 impl CatalogActor {
     /// Creates the actor, loading the manifest (if any) so the catalog is served at once.
@@ -206,6 +218,8 @@ impl CatalogActor {
             state: RefreshState::Idle,
             last_finished: None,
             fanouts: 0,
+            retry_backoff: None,
+            retry_timer: None,
         }
     }
 
@@ -267,8 +281,30 @@ impl CatalogActor {
             if let Some((reason, waiters)) = queued {
                 self.state = RefreshState::Running { waiters, queued: None };
                 self.start_fanout(reason, ctx);
+                return;
             }
         }
+        self.schedule_retry_if_incomplete(ctx);
+    }
+
+    /// While an upstream has never answered, retry with exponential back-off (1 s … 60 s).
+    fn schedule_retry_if_incomplete(&mut self, ctx: &mut Context<Self>) {
+        if let Some(timer) = self.retry_timer.take() {
+            ctx.cancel_future(timer);
+        }
+        let incomplete = self.snapshot.upstreams.iter().any(|u| u.listed_at_ms.is_none());
+        if !incomplete {
+            self.retry_backoff = None;
+            return;
+        }
+        let delay = self.retry_backoff.map_or(RETRY_FIRST, |d| (d * 2).min(RETRY_MAX));
+        self.retry_backoff = Some(delay);
+        self.retry_timer = Some(ctx.run_later(delay, |act, ctx| {
+            act.retry_timer = None;
+            if matches!(act.state, RefreshState::Idle) {
+                act.trigger(RefreshReason::Retry, None, ctx);
+            }
+        }));
     }
 
     fn schedule_ttl(&self, ctx: &mut Context<Self>) {
@@ -318,16 +354,30 @@ impl Handler<GetSnapshot> for CatalogActor {
     }
 }
 
-/// Number of fan-outs started so far.
+/// Refresh activity, for observability and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CatalogStatus {
+    /// Fan-outs started since the actor was created.
+    pub fanouts: u64,
+    /// Whether a fan-out is in flight now.
+    pub refreshing: bool,
+    /// Generation of the current snapshot.
+    pub generation: u64,
+}
+
 #[derive(Message)]
-#[rtype(result = "u64")]
-pub struct FanoutCount;
+#[rtype(result = "CatalogStatus")]
+pub struct GetCatalogStatus;
 
-impl Handler<FanoutCount> for CatalogActor {
-    type Result = u64;
+impl Handler<GetCatalogStatus> for CatalogActor {
+    type Result = MessageResult<GetCatalogStatus>;
 
-    fn handle(&mut self, _: FanoutCount, _: &mut Self::Context) -> u64 {
-        self.fanouts
+    fn handle(&mut self, _: GetCatalogStatus, _: &mut Self::Context) -> Self::Result {
+        MessageResult(CatalogStatus {
+            fanouts: self.fanouts,
+            refreshing: matches!(self.state, RefreshState::Running { .. }),
+            generation: self.snapshot.generation,
+        })
     }
 }
 

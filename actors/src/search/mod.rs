@@ -88,6 +88,8 @@ pub(crate) struct Params {
     pub gate_floor: f64,
     /// Below this best coverage the search abstains.
     pub abstain_coverage: f64,
+    /// Results scoring below this share of the best score are junk, not padding.
+    pub relative_cut: f64,
 }
 
 impl Default for Params {
@@ -104,6 +106,7 @@ impl Default for Params {
             coverage_exp: 1.0,
             gate_floor: 0.5,
             abstain_coverage: 0.0,
+            relative_cut: 0.2,
         }
     }
 }
@@ -707,19 +710,20 @@ impl Index {
 
     fn rank(&self, q: &Prepared, accs: &HashMap<u32, Acc>, limit: usize) -> Vec<Hit> {
         let p = &self.params;
+        let max_cov = accs.values().map(|a| self.coverage(q, a)).fold(0.0, f64::max);
         let mut scored: Vec<(f64, u32)> = Vec::new();
-        let mut best_cov: f64 = 0.0;
         for (&d, acc) in accs {
             let cov = self.coverage(q, acc);
-            if !(acc.rarest || cov >= p.gate_floor) {
+            if !(acc.rarest || cov >= p.gate_floor * max_cov) {
                 continue;
             }
-            best_cov = best_cov.max(cov);
             scored.push((self.final_score(q, d, acc), d));
         }
-        if best_cov < p.abstain_coverage {
+        if max_cov < p.abstain_coverage {
             scored.clear();
         }
+        let top = scored.iter().map(|s| s.0).fold(0.0, f64::max);
+        scored.retain(|s| s.0 >= p.relative_cut * top);
         // name slots: the exact name first, then names the query spells, each once
         let mut slots: Vec<u32> = q.exact.into_iter().collect();
         for &d in &q.name_matches {

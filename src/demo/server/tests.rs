@@ -143,9 +143,7 @@ impl Peer {
             .await;
         assert_eq!(init.status, StatusCode::OK, "{init:?}");
         self.session = init.session.clone();
-        self.version = init.message["result"]["protocolVersion"]
-            .as_str()
-            .map(str::to_string);
+        self.version = init.message["result"]["protocolVersion"].as_str().map(str::to_string);
         let ack = self
             .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             .await;
@@ -159,12 +157,7 @@ async fn answer<S>(response: &mut awc::ClientResponse<S>) -> Answer
 where
     S: futures_util::Stream<Item = Result<bytes::Bytes, awc::error::PayloadError>> + Unpin,
 {
-    let header = |name: &str| {
-        response
-            .headers()
-            .get(name)
-            .map(|v| v.to_str().unwrap().to_string())
-    };
+    let header = |name: &str| response.headers().get(name).map(|v| v.to_str().unwrap().to_string());
     let session = header("mcp-session-id");
     let content_type = header("content-type").unwrap_or_default();
     let status = response.status();
@@ -191,9 +184,7 @@ where
 }
 
 fn text_of(answer: &Answer) -> &str {
-    answer.message["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap()
+    answer.message["result"]["content"][0]["text"].as_str().unwrap()
 }
 
 #[actix_web::test]
@@ -239,9 +230,7 @@ async fn stateful_lifecycle_paging_counter_and_expiry() {
         .map(|t| t["name"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(names, expected);
-    let bad = peer
-        .request(19, "tools/list", json!({"cursor": "not-a-cursor"}))
-        .await;
+    let bad = peer.request(19, "tools/list", json!({"cursor": "not-a-cursor"})).await;
     assert_eq!(bad.message["error"]["code"], -32602);
 
     // The counter lives in the session.
@@ -254,10 +243,7 @@ async fn stateful_lifecycle_paging_counter_and_expiry() {
     let mut other = Peer::new(&upstream.url);
     other.initialize().await;
     assert_ne!(other.session, peer.session);
-    assert_eq!(
-        text_of(&other.call(1, "demo-counter", json!({})).await),
-        "1"
-    );
+    assert_eq!(text_of(&other.call(1, "demo-counter", json!({})).await), "1");
 
     let stats = upstream.control.stats();
     assert_eq!(stats.initialize, 2);
@@ -266,10 +252,7 @@ async fn stateful_lifecycle_paging_counter_and_expiry() {
     assert_eq!(stats.tools_call, 3);
     assert_eq!(stats.sessions_minted, 2);
     assert_eq!(stats.live_sessions, 2);
-    assert_eq!(
-        stats.last_call,
-        Some(("demo-counter".to_string(), json!({})))
-    );
+    assert_eq!(stats.last_call, Some(("demo-counter".to_string(), json!({}))));
     assert_eq!(stats.last_header("Mcp-Session-Id"), other.session.as_deref());
     assert_eq!(stats.last_header("mcp-protocol-version"), Some("2025-11-25"));
 
@@ -354,9 +337,7 @@ async fn sse_mode_sends_a_priming_event_then_the_response() {
     assert_eq!(unknown.message["id"], 1);
 
     // A slow tool: the answer comes after the configured delay.
-    upstream
-        .control
-        .set_call_delay(Duration::from_millis(300));
+    upstream.control.set_call_delay(Duration::from_millis(300));
     let started_at = Instant::now();
     let echoed = peer.call(2, "demo-echo", json!({"text": "slow"})).await;
     assert!(started_at.elapsed() >= Duration::from_millis(300));
@@ -405,9 +386,7 @@ async fn malformed_and_refused_requests() {
     assert_eq!(garbage.message["error"]["code"], -32700);
     assert!(garbage.message.get("id").is_none());
 
-    let batch = peer
-        .send(json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"}]))
-        .await;
+    let batch = peer.send(json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"}])).await;
     assert_eq!(batch.status, StatusCode::BAD_REQUEST);
     assert_eq!(batch.message["error"]["code"], -32600);
 
@@ -446,7 +425,11 @@ async fn malformed_and_refused_requests() {
     assert_eq!(wildcard.status, StatusCode::OK);
 
     let form = peer
-        .send_raw("text/plain", ACCEPT_BOTH, json!({"jsonrpc": "2.0", "id": 6, "method": "ping"}).to_string())
+        .send_raw(
+            "text/plain",
+            ACCEPT_BOTH,
+            json!({"jsonrpc": "2.0", "id": 6, "method": "ping"}).to_string(),
+        )
         .await;
     assert_eq!(form.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
 
@@ -485,9 +468,7 @@ async fn tool_implementations() {
     assert_eq!(block["type"], "image");
     assert_eq!(block["mimeType"], "image/png");
 
-    let note = peer
-        .call(6, "notes-create_note", json!({"title": "Groceries"}))
-        .await;
+    let note = peer.call(6, "notes-create_note", json!({"title": "Groceries"})).await;
     assert_eq!(note.message["result"]["isError"], false);
     assert!(text_of(&note).contains("Groceries"));
 
@@ -501,7 +482,10 @@ async fn tool_implementations() {
     let listed = peer.request(8, "tools/list", json!({})).await;
     assert_eq!(listed.message["result"]["tools"].as_array().unwrap().len(), 1);
     assert_eq!(text_of(&peer.call(9, "only-echo", json!({"text": "x"})).await), "x");
-    assert_eq!(peer.call(10, "demo-echo", json!({"text": "x"})).await.message["error"]["code"], -32602);
+    assert_eq!(
+        peer.call(10, "demo-echo", json!({"text": "x"})).await.message["error"]["code"],
+        -32602
+    );
     upstream.stop().await;
 }
 
@@ -515,8 +499,17 @@ async fn bearer_token_outage_and_delete() {
     let refused = anonymous.request(1, "ping", json!({})).await;
     assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
     let wrong = Peer::new(&upstream.url).with_header("Authorization", "Bearer nope");
-    assert_eq!(wrong.request(1, "ping", json!({})).await.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        wrong.request(1, "ping", json!({})).await.status,
+        StatusCode::UNAUTHORIZED
+    );
     assert_eq!(upstream.control.stats().unauthorized, 2);
+    let lowercase_scheme = Peer::new(&upstream.url).with_header("Authorization", "bearer s3cret");
+    // Past the token check, refused only for lacking a session.
+    assert_eq!(
+        lowercase_scheme.request(1, "ping", json!({})).await.status,
+        StatusCode::BAD_REQUEST
+    );
 
     let mut peer = Peer::new(&upstream.url).with_header("Authorization", "Bearer s3cret");
     peer.initialize().await;

@@ -1,0 +1,172 @@
+//! Shared harness of the integration tests: fake upstreams (the embedded demo server with
+//! fault injection) and an in-process proxy on port 0, driven over real HTTP.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use actix_web::dev::ServerHandle;
+use serde_json::{json, Value};
+
+use mcp_search_proxy::config::UpstreamConfig;
+use mcp_search_proxy::demo::{self, RunningUpstream, UpstreamOptions};
+use mcp_search_proxy::http::HttpSettings;
+use mcp_search_proxy::server::{self, Proxy};
+use proxy_actors::catalog::CatalogConfig;
+
+/// A tool definition with the given name and required parameters.
+pub fn tool(name: &str, description: &str, required: &[&str]) -> Value {
+    let props: serde_json::Map<String, Value> = required
+        .iter()
+        .map(|r| (r.to_string(), json!({"type": "string"})))
+        .collect();
+    json!({"name": name, "description": description, "inputSchema": {"type": "object", "properties": props, "required": required}})
+}
+
+/// Starts a fake upstream.
+pub async fn upstream(tools: Vec<Value>, stateful: bool, sse: bool) -> RunningUpstream {
+    let opts = UpstreamOptions {
+        tools,
+        stateful,
+        sse,
+        ..UpstreamOptions::default()
+    };
+    demo::start(opts, "127.0.0.1:0").await.expect("fake upstream starts")
+}
+
+pub fn upstream_config(label: &str, url: &str) -> UpstreamConfig {
+    UpstreamConfig {
+        label: label.into(),
+        url: url.into(),
+        token: None,
+        timeout: Duration::from_secs(10),
+    }
+}
+
+pub struct TestProxy {
+    pub url: String,
+    pub base: String,
+    pub proxy: Proxy,
+    handle: ServerHandle,
+}
+
+impl TestProxy {
+    pub async fn stop(self) {
+        self.handle.stop(false).await;
+        self.proxy.stop();
+    }
+}
+
+/// Catalog settings for tests: no TTL, no cool-down.
+pub fn catalog_config(manifest: Option<std::path::PathBuf>) -> CatalogConfig {
+    CatalogConfig {
+        manifest_path: manifest,
+        ttl: None,
+        unknown_tool_cooldown: Duration::ZERO,
+    }
+}
+
+pub fn settings() -> HttpSettings {
+    HttpSettings {
+        allowed_origins: vec!["https://chat.example.com".into()],
+        max_body_bytes: 64 * 1024,
+    }
+}
+
+/// Starts a proxy in front of `upstreams` and waits for its startup refresh to settle.
+pub async fn start_proxy(upstreams: Vec<UpstreamConfig>, catalog: CatalogConfig) -> TestProxy {
+    let proxy = Proxy::start(&upstreams, catalog, 1024 * 1024);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = server::http_server(proxy.app_state(settings()), listener).unwrap();
+    let handle = server.handle();
+    actix_web::rt::spawn(server);
+    let base = format!("http://{addr}");
+    let tp = TestProxy {
+        url: format!("{base}/mcp"),
+        base,
+        proxy,
+        handle,
+    };
+    settle(&tp).await;
+    tp
+}
+
+/// Waits until the startup refresh has finished (a fan-out ran and the catalog is idle).
+pub async fn settle(tp: &TestProxy) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let status = tp
+            .proxy
+            .catalog
+            .send(proxy_actors::catalog::GetCatalogStatus)
+            .await
+            .unwrap();
+        if status.fanouts >= 1 && !status.refreshing {
+            return;
+        }
+        if Instant::now() > deadline {
+            panic!("proxy did not settle");
+        }
+        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+pub fn client() -> awc::Client {
+    awc::Client::builder().timeout(Duration::from_secs(30)).finish()
+}
+
+/// POSTs a raw body with the standard MCP headers; returns status, headers and body text.
+pub async fn post_raw(
+    url: &str,
+    body: impl Into<bytes::Bytes>,
+    extra: &[(&str, &str)],
+) -> (u16, awc::http::header::HeaderMap, String) {
+    let mut req = client()
+        .post(url)
+        .insert_header(("Content-Type", "application/json"))
+        .insert_header(("Accept", "application/json, text/event-stream"));
+    for (k, v) in extra {
+        req = req.insert_header((*k, *v));
+    }
+    let mut resp = req.send_body(body.into()).await.expect("request sent");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let bytes = resp.body().limit(64 * 1024 * 1024).await.expect("body read");
+    (status, headers, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Sends a JSON-RPC request and returns (status, parsed body).
+pub async fn rpc(url: &str, method: &str, params: Value) -> (u16, Value) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let (status, _, text) = post_raw(url, body, &[]).await;
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+/// Calls one of the proxy's tools and returns the `tools/call` result.
+pub async fn call(url: &str, tool: &str, args: Value) -> Value {
+    let (status, body) = rpc(url, "tools/call", json!({"name": tool, "arguments": args})).await;
+    assert_eq!(status, 200, "tools/call {tool}: {body}");
+    body.get("result")
+        .cloned()
+        .unwrap_or_else(|| panic!("tools/call {tool} has no result: {body}"))
+}
+
+/// `mcp_call` of an upstream tool.
+pub async fn mcp_call(url: &str, name: &str, arguments: Value) -> Value {
+    call(url, "mcp_call", json!({"name": name, "arguments": arguments})).await
+}
+
+/// The count a `counter` tool returned.
+pub fn count_of(result: &Value) -> u64 {
+    result["structuredContent"]["count"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("not a counter result: {result}"))
+}
+
+pub async fn get(url: &str) -> (u16, String) {
+    let mut resp = client().get(url).send().await.expect("request sent");
+    let status = resp.status().as_u16();
+    let bytes = resp.body().await.unwrap_or_default();
+    (status, String::from_utf8_lossy(&bytes).into_owned())
+}
