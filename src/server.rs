@@ -66,6 +66,15 @@ impl Proxy {
         web::Data::new(AppState::new(self.catalog.clone(), map, settings))
     }
 
+    /// Ends upstream sessions (bounded wait), for a clean shutdown.
+    pub async fn end_sessions(&self) {
+        let ends = self
+            .upstreams
+            .iter()
+            .map(|h| h.addr.send(proxy_actors::upstream::EndSession));
+        let _ = tokio::time::timeout(Duration::from_secs(3), futures_util::future::join_all(ends)).await;
+    }
+
     /// Stops the upstream arbiters (their threads end once idle).
     pub fn stop(&self) {
         for a in &self.arbiters {
@@ -119,9 +128,8 @@ pub async fn run(cfg: Config, listener: TcpListener) -> std::io::Result<()> {
         handle.stop(true).await;
     });
     let out = server.await;
+    proxy.end_sessions().await;
     proxy.stop();
-    // Give in-flight upstream futures a moment to settle before the runtime goes away.
-    actix_web::rt::time::sleep(Duration::from_millis(50)).await;
     out
 }
 

@@ -427,3 +427,16 @@ async fn an_upstream_that_starts_late_is_listed_without_waiting_for_the_ttl() {
     }
     p.stop().await;
 }
+
+#[actix_web::test]
+async fn shutdown_ends_the_upstream_session() {
+    let a = upstream(counter_tools("alpha"), true, false).await;
+    let p = start_proxy(vec![upstream_config("agg", &a.url)], catalog_config(None)).await;
+    assert_eq!(a.control.stats().live_sessions, 1);
+    p.proxy.end_sessions().await;
+    assert_eq!(a.control.stats().sessions_deleted, 1);
+    assert_eq!(a.control.stats().live_sessions, 0);
+    // A later call simply opens a new session.
+    assert_eq!(count_of(&mcp_call(&p.url, "alpha-counter", json!({})).await), 1);
+    p.stop().await;
+}

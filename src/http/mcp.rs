@@ -68,12 +68,39 @@ pub async fn post(req: HttpRequest, payload: web::Payload, state: web::Data<AppS
             return http_error(StatusCode::BAD_REQUEST, Some(request.id), e);
         }
     }
+    let started = std::time::Instant::now();
     let outcome = dispatch(&state, &request).await;
+    log_request(&request, &outcome, started.elapsed());
     let body = match outcome {
         Ok(result) => jsonrpc::result_response(&request.id, result),
         Err(e) => jsonrpc::error_response(Some(&request.id), &e),
     };
     reply(mode, &body)
+}
+
+/// One line per request: method, the proxy tool for `tools/call`, outcome and latency.
+/// Arguments are never logged.
+fn log_request(req: &Request, outcome: &Result<Value, RpcError>, elapsed: std::time::Duration) {
+    let tool = if req.method == "tools/call" {
+        req.params
+            .as_ref()
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    } else {
+        ""
+    };
+    let outcome_kind = match outcome {
+        Ok(r) if r.get("isError") == Some(&Value::Bool(true)) => "tool_error",
+        Ok(_) => "ok",
+        Err(_) => "rpc_error",
+    };
+    let latency_us = elapsed.as_micros() as u64;
+    if req.method == "tools/call" {
+        log::info!(method = req.method.as_str(), tool = tool, outcome = outcome_kind, latency_us = latency_us; "mcp request");
+    } else {
+        log::debug!(method = req.method.as_str(), outcome = outcome_kind, latency_us = latency_us; "mcp request");
+    }
 }
 
 /// `GET`, `DELETE` and anything else on `/mcp`.

@@ -90,11 +90,55 @@ pub(crate) struct Params {
     pub abstain_coverage: f64,
     /// Results scoring below this share of the best score are junk, not padding.
     pub relative_cut: f64,
+    pub x1: f64,
+    pub x2: f64,
+    pub x3: f64,
 }
 
 impl Default for Params {
     fn default() -> Self {
+        let mut p = Params::base();
+        // TUNING-ONLY (remove): SEARCH_PARAMS="name_bonus=1.2,gate_floor=0.4"
+        if let Ok(spec) = std::env::var("SEARCH_PARAMS") {
+            for kv in spec.split(',') {
+                if let Some((k, v)) = kv.split_once('=') {
+                    let v: f64 = v.parse().unwrap_or(0.0);
+                    match k {
+                        "k1" => p.k1 = v,
+                        "b" => p.b = v,
+                        "w0" => p.field_weight[0] = v,
+                        "w1" => p.field_weight[1] = v,
+                        "w2" => p.field_weight[2] = v,
+                        "w3" => p.field_weight[3] = v,
+                        "w4" => p.field_weight[4] = v,
+                        "w5" => p.field_weight[5] = v,
+                        "alias" => p.alias_weight = v,
+                        "foreign" => p.foreign_weight = v,
+                        "substr" => p.substring_weight = v,
+                        "typo" => p.typo_weight = v,
+                        "nb" => p.name_bonus = v,
+                        "cexp" => p.coverage_exp = v,
+                        "gate" => p.gate_floor = v,
+                        "abst" => p.abstain_coverage = v,
+                        "cut" => p.relative_cut = v,
+                        "x1" => p.x1 = v,
+                        "x2" => p.x2 = v,
+                        "x3" => p.x3 = v,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        p
+    }
+}
+
+impl Params {
+    fn base() -> Self {
         Params {
+            x1: 0.0,
+            x2: 0.0,
+            x3: 0.0,
             k1: 1.5,
             b: 0.75,
             field_weight: [3.0, 1.5, 2.0, 1.0, 0.6, 0.3],

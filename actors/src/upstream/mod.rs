@@ -90,6 +90,40 @@ pub struct UpstreamStatus {
 #[rtype(result = "UpstreamStatus")]
 pub struct GetStatus;
 
+/// Ends the legacy session politely (`DELETE` with the session id; 405 is fine), e.g. at
+/// shutdown, so a stateful upstream can free what it keeps per session.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct EndSession;
+
+impl Handler<EndSession> for UpstreamActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: EndSession, _: &mut Self::Context) -> Self::Result {
+        let conn = self.conn.clone();
+        Box::pin(async move {
+            let (sid, version) = {
+                let mut s = conn.session.borrow_mut();
+                s.ready = false;
+                (s.session_id.take(), s.protocol_version.clone())
+            };
+            let Some(sid) = sid else { return };
+            let mut req = conn
+                .client
+                .delete(&conn.spec.url)
+                .insert_header(("Mcp-Session-Id", sid));
+            if let Some(t) = &conn.spec.token {
+                req = req.insert_header(("Authorization", format!("Bearer {t}")));
+            }
+            if !version.is_empty() {
+                req = req.insert_header(("MCP-Protocol-Version", version));
+            }
+            let _ = tokio::time::timeout(Duration::from_secs(2), req.send()).await;
+            log::debug!(upstream = conn.spec.label.as_str(); "upstream session ended");
+        })
+    }
+}
+
 /// The actor. All state lives in `conn`, shared with the request futures on this thread.
 pub struct UpstreamActor {
     conn: Rc<Connection>,
