@@ -22,6 +22,11 @@ pub const MAX_BODY_BYTES: &str = "MAX_BODY_BYTES";
 pub const MAX_RESULT_BYTES: &str = "MAX_RESULT_BYTES";
 pub const LOG_LEVEL: &str = "LOG_LEVEL";
 pub const LOG_FORMAT: &str = "LOG_FORMAT";
+pub const TOOLS_ALLOW: &str = "TOOLS_ALLOW";
+pub const TOOLS_DENY: &str = "TOOLS_DENY";
+pub const READ_ONLY: &str = "READ_ONLY";
+pub const PINNED_TOOLS: &str = "PINNED_TOOLS";
+pub const LISTING_MAX_CHARS: &str = "LISTING_MAX_CHARS";
 
 pub const DEFAULT_PORT: u16 = 8092;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -29,6 +34,7 @@ pub const DEFAULT_A11Y_TIMEOUT: Duration = Duration::from_secs(280);
 pub const DEFAULT_TTL: Duration = Duration::from_secs(1800);
 pub const DEFAULT_MAX_BODY: usize = 4 * 1024 * 1024;
 pub const DEFAULT_MAX_RESULT: usize = 16 * 1024 * 1024;
+pub const DEFAULT_LISTING_MAX_CHARS: usize = 6000;
 
 /// One upstream as configured.
 #[derive(Clone, PartialEq, Eq)]
@@ -71,6 +77,10 @@ pub struct Config {
     pub max_result_bytes: usize,
     pub log_level: log::LevelFilter,
     pub log_format: LogFormat,
+    /// Which tools are served and which are pinned into `tools/list`.
+    pub policy: proxy_actors::policy::Policy,
+    /// Budget of the tier-1 listing in `instructions`.
+    pub listing_max_chars: usize,
 }
 
 /// A configuration error, naming the variable at fault.
@@ -230,7 +240,39 @@ impl Config {
             Some("text") => LogFormat::Text,
             Some(other) => return Err(err(LOG_FORMAT, format!("{other:?} is not json or text"))),
         };
+        let patterns = |var: &'static str| -> Result<Vec<String>, ConfigError> {
+            let list: Vec<String> = get(var)
+                .map(|v| split_list(&v).map(str::to_string).collect())
+                .unwrap_or_default();
+            for p in &list {
+                let body = p.strip_prefix("source:").unwrap_or(p);
+                if body.is_empty() || body.contains(char::is_whitespace) {
+                    return Err(err(
+                        var,
+                        format!("{p:?} is not a glob pattern (e.g. gmail-*, *delete*, source:github)"),
+                    ));
+                }
+            }
+            Ok(list)
+        };
+        let read_only = match get(READ_ONLY).as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None | Some("false") | Some("0") | Some("no") => false,
+            Some("true") | Some("1") | Some("yes") => true,
+            Some(other) => return Err(err(READ_ONLY, format!("{other:?} is not true or false"))),
+        };
+        let policy = proxy_actors::policy::Policy {
+            allow: patterns(TOOLS_ALLOW)?,
+            deny: patterns(TOOLS_DENY)?,
+            read_only,
+            pinned: patterns(PINNED_TOOLS)?,
+        };
+        let listing_max_chars = match get(LISTING_MAX_CHARS) {
+            None => DEFAULT_LISTING_MAX_CHARS,
+            Some(v) => parse_positive(LISTING_MAX_CHARS, &v)? as usize,
+        };
         Ok(Config {
+            policy,
+            listing_max_chars,
             upstreams,
             catalog_ttl,
             manifest_path: get(MANIFEST_PATH).map(PathBuf::from),
@@ -407,6 +449,29 @@ mod tests {
         bad(&[(UPSTREAMS, "http://a/mcp"), (LOG_FORMAT, "xml")], LOG_FORMAT);
         bad(&[(UPSTREAMS, "http://a/mcp"), (MAX_BODY_BYTES, "x")], MAX_BODY_BYTES);
         bad(&[(UPSTREAMS, "http://a/mcp"), (BIND_ADDR, "not an ip")], BIND_ADDR);
+        bad(&[(UPSTREAMS, "http://a/mcp"), (READ_ONLY, "maybe")], READ_ONLY);
+        bad(&[(UPSTREAMS, "http://a/mcp"), (TOOLS_DENY, "source:")], TOOLS_DENY);
+        bad(
+            &[(UPSTREAMS, "http://a/mcp"), (LISTING_MAX_CHARS, "0")],
+            LISTING_MAX_CHARS,
+        );
+    }
+
+    #[test]
+    fn policy_variables() {
+        let c = cfg(&[
+            (UPSTREAMS, "http://a/mcp"),
+            (TOOLS_ALLOW, "gmail-*, source:web"),
+            (TOOLS_DENY, "*delete*"),
+            (READ_ONLY, "true"),
+            (PINNED_TOOLS, "gmail-send_message"),
+        ])
+        .unwrap();
+        assert_eq!(c.policy.allow, vec!["gmail-*", "source:web"]);
+        assert_eq!(c.policy.deny, vec!["*delete*"]);
+        assert!(c.policy.read_only);
+        assert_eq!(c.policy.pinned, vec!["gmail-send_message"]);
+        assert_eq!(c.listing_max_chars, DEFAULT_LISTING_MAX_CHARS);
     }
 
     #[test]

@@ -88,6 +88,7 @@ pub fn catalog_config(cfg: &Config) -> CatalogConfig {
     CatalogConfig {
         manifest_path: cfg.manifest_path.clone(),
         ttl: cfg.catalog_ttl,
+        policy: cfg.policy.clone(),
         ..CatalogConfig::default()
     }
 }
@@ -96,6 +97,7 @@ pub fn http_settings(cfg: &Config) -> HttpSettings {
     HttpSettings {
         allowed_origins: cfg.allowed_origins.clone(),
         max_body_bytes: cfg.max_body_bytes,
+        listing_max_chars: cfg.listing_max_chars,
     }
 }
 

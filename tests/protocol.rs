@@ -50,7 +50,7 @@ async fn initialize_negotiates_and_lists_sources() {
     let instructions = r["instructions"].as_str().unwrap();
     assert!(instructions.contains("mcp_search"));
     assert!(
-        instructions.contains("mail: List emails. (2 tools)\n"),
+        instructions.contains("mail (2 tools):\n- mail-list: List emails.\n- mail-send: Send an email.\n"),
         "{instructions}"
     );
     // Byte-stable.

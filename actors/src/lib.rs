@@ -4,5 +4,6 @@ pub mod catalog;
 pub mod catalog_file;
 pub mod mcp;
 pub mod model;
+pub mod policy;
 pub mod search;
 pub mod upstream;

@@ -33,6 +33,8 @@ pub async fn run(settings: DemoSettings) -> std::io::Result<()> {
         max_result_bytes: crate::config::DEFAULT_MAX_RESULT,
         log_level: settings.log_level,
         log_format: settings.log_format,
+        policy: Default::default(),
+        listing_max_chars: crate::config::DEFAULT_LISTING_MAX_CHARS,
     };
     let listener = TcpListener::bind((cfg.bind_addr.as_str(), cfg.port))?;
     let url = format!("http://{}/mcp", listener.local_addr()?);

@@ -10,7 +10,7 @@
 //! - [`server`]: the Streamable HTTP endpoint (2025-era: `initialize`, sessions,
 //!   `MCP-Protocol-Version`, SSE with a priming event) and the [`UpstreamControl`] handle.
 //! - `tools`: what the demo tools do once a `tools/call` has been accepted; no HTTP in it.
-//! - `catalog.json`: 76 tools, 71 of eight invented SaaS providers and five `demo-*` tools that
+//! - `catalog.json`: 77 tools, 72 of eight invented SaaS providers and five `demo-*` tools that
 //!   really run, named `provider-tool_name` as LiteLLM names aggregated tools. Only the `demo`
 //!   provider does real work; every other tool answers with a note echoing its arguments.
 //!

@@ -540,9 +540,18 @@ fn parse_message(value: Value) -> Result<Message, Refusal> {
         };
         return Err(refuse(StatusCode::BAD_REQUEST, INVALID_REQUEST, message));
     };
-    let id = object
-        .remove("id")
-        .filter(|id| id.is_string() || id.is_i64() || id.is_u64());
+    // MCP forbids null ids; a request with one must not pass for a notification (202).
+    let id = match object.remove("id") {
+        None => None,
+        Some(id) if id.is_string() || id.is_i64() || id.is_u64() => Some(id),
+        Some(_) => {
+            return Err(refuse(
+                StatusCode::BAD_REQUEST,
+                INVALID_REQUEST,
+                "Invalid Request: id must be a string or an integer",
+            ))
+        }
+    };
     let invalid = |id: Option<Value>, why: &str| Refusal {
         id: id.map(Box::new),
         ..refuse(

@@ -138,11 +138,18 @@ async fn dispatch(state: &AppState, req: &Request) -> Result<Value, RpcError> {
                 "protocolVersion": version::negotiate_legacy(requested),
                 "capabilities": {"tools": {"listChanged": false}},
                 "serverInfo": server_info(),
-                "instructions": instructions(&snap),
+                "instructions": instructions(&snap, state.settings.listing_max_chars),
             }))
         }
         "ping" => Ok(json!({})),
-        "tools/list" => Ok((*state.tools_list).clone()),
+        "tools/list" => {
+            let snap = state
+                .catalog
+                .send(proxy_actors::catalog::GetSnapshot)
+                .await
+                .unwrap_or_default();
+            Ok(tools::list(state, &snap))
+        }
         "tools/call" => {
             let params = req.params_object()?;
             let name = params
@@ -173,7 +180,7 @@ pub fn server_info() -> Value {
 }
 
 /// The `instructions` text: the workflow, then the tier-1 listing of sources.
-pub fn instructions(snap: &proxy_actors::catalog::Snapshot) -> String {
+pub fn instructions(snap: &proxy_actors::catalog::Snapshot, listing_max_chars: usize) -> String {
     let mut s = String::from(
         "This server gives access to the tools of other MCP servers through four tools. \
          Workflow: mcp_search (find tools by what you want to do) -> mcp_describe (full schema) -> mcp_call (run it). \
@@ -183,7 +190,7 @@ pub fn instructions(snap: &proxy_actors::catalog::Snapshot) -> String {
         s.push_str("No tools are available yet (no upstream has answered); try mcp_refresh.\n");
     } else {
         s.push_str(&format!("Tool sources ({} tools):\n", snap.tools.len()));
-        s.push_str(&snap.listing());
+        s.push_str(&snap.listing(listing_max_chars));
     }
     s
 }

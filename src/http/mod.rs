@@ -22,6 +22,8 @@ pub struct HttpSettings {
     /// Extra allowed `Origin` values (lower-case, no trailing slash).
     pub allowed_origins: Vec<String>,
     pub max_body_bytes: usize,
+    /// Budget of the tier-1 listing in `initialize`'s `instructions`.
+    pub listing_max_chars: usize,
 }
 
 /// Shared, read-only state of every worker.

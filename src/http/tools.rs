@@ -112,8 +112,33 @@ pub async fn call(state: &AppState, name: &str, args: Value, meta: Option<Value>
         }
         CALL => call_upstream(state, &args, meta).await,
         REFRESH => refresh(state).await,
-        _ => return None,
+        other => {
+            // A pinned upstream tool, called natively.
+            let snap = snapshot(state).await;
+            if !snap.pinned.iter().any(|&i| snap.tools[i].tool.name == other) {
+                return None;
+            }
+            let mut call_args = Map::new();
+            call_args.insert("name".into(), Value::from(other));
+            call_args.insert("arguments".into(), Value::Object(args));
+            call_upstream(state, &call_args, meta).await
+        }
     })
+}
+
+/// The `tools/list` result: the four tools, then the pinned upstream tools (by name).
+pub fn list(state: &AppState, snap: &Snapshot) -> Value {
+    if snap.pinned.is_empty() {
+        return (*state.tools_list).clone();
+    }
+    let mut tools = definitions();
+    if let Some(arr) = tools.as_array_mut() {
+        for &i in &snap.pinned {
+            let t = &snap.tools[i];
+            arr.push(serde_json::to_value(&t.tool).unwrap_or(Value::Null));
+        }
+    }
+    json!({ "tools": tools })
 }
 
 async fn snapshot(state: &AppState) -> Arc<Snapshot> {
@@ -417,6 +442,7 @@ mod tests {
                 ..Default::default()
             }],
             1,
+            &Default::default(),
         )
     }
 

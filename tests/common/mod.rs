@@ -63,6 +63,7 @@ pub fn catalog_config(manifest: Option<std::path::PathBuf>) -> CatalogConfig {
         manifest_path: manifest,
         ttl: None,
         unknown_tool_cooldown: Duration::ZERO,
+        ..CatalogConfig::default()
     }
 }
 
@@ -70,6 +71,7 @@ pub fn settings() -> HttpSettings {
     HttpSettings {
         allowed_origins: vec!["https://chat.example.com".into()],
         max_body_bytes: 64 * 1024,
+        listing_max_chars: 6000,
     }
 }
 

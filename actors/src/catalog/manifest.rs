@@ -168,7 +168,7 @@ mod tests {
                 ..Default::default()
             },
         ];
-        let snap = Snapshot::build(states, 1);
+        let snap = Snapshot::build(states, 1, &Default::default());
         store(&path, &Manifest::from_snapshot(&snap, 42)).unwrap();
         let m = load(&path).unwrap().unwrap();
         assert_eq!(m.fingerprint, snap.fingerprint);
@@ -183,7 +183,7 @@ mod tests {
         assert_eq!(st[0].tools.len(), 1);
         assert_eq!(st[0].listed_at_ms, Some(5));
         assert!(st[1].tools.is_empty());
-        let rebuilt = Snapshot::build(st, 2);
+        let rebuilt = Snapshot::build(st, 2, &Default::default());
         assert_eq!(rebuilt.tools.len(), 1);
     }
 

@@ -36,6 +36,7 @@ use tokio::sync::oneshot;
 
 pub use snapshot::{Collision, Snapshot, UpstreamState};
 
+use crate::policy::Policy;
 use crate::upstream::{ListTools, Listing, UpstreamActor, UpstreamError};
 
 /// Catalog behaviour settings.
@@ -46,6 +47,8 @@ pub struct CatalogConfig {
     pub ttl: Option<Duration>,
     /// An unknown-tool refresh is skipped when the last fan-out finished this recently.
     pub unknown_tool_cooldown: Duration,
+    /// Which tools are served at all, and which are pinned into `tools/list`.
+    pub policy: Policy,
 }
 
 impl Default for CatalogConfig {
@@ -54,6 +57,7 @@ impl Default for CatalogConfig {
             manifest_path: None,
             ttl: None,
             unknown_tool_cooldown: Duration::from_secs(2),
+            policy: Policy::default(),
         }
     }
 }
@@ -210,7 +214,7 @@ impl CatalogActor {
                 }
             },
         };
-        let snapshot = Snapshot::build(states, 0);
+        let snapshot = Snapshot::build(states, 0, &cfg.policy);
         CatalogActor {
             cfg,
             upstreams,
@@ -245,6 +249,7 @@ impl CatalogActor {
         let handles = self.upstreams.clone();
         let previous = self.snapshot.clone();
         let manifest_path = self.cfg.manifest_path.clone();
+        let policy = self.cfg.policy.clone();
         log::debug!(reason = reason.as_str(); "catalog refresh started");
         let fut = async move {
             let calls = handles.iter().map(|h| {
@@ -252,7 +257,7 @@ impl CatalogActor {
                 async move { addr.send(ListTools).await.unwrap_or(Err(UpstreamError::Unavailable)) }
             });
             let results: Vec<Result<Listing, UpstreamError>> = futures_util::future::join_all(calls).await;
-            let work = move || apply_fanout(&previous, results, reason, started, manifest_path.as_deref());
+            let work = move || apply_fanout(&previous, results, reason, started, manifest_path.as_deref(), &policy);
             match tokio::task::spawn_blocking(work).await {
                 Ok(r) => r,
                 Err(e) => Err(RefreshFailure {
@@ -416,6 +421,7 @@ fn apply_fanout(
     reason: RefreshReason,
     started: Instant,
     manifest_path: Option<&std::path::Path>,
+    policy: &Policy,
 ) -> Result<(Snapshot, RefreshReport), RefreshFailure> {
     let now = now_ms();
     let mut states = previous.upstreams.clone();
@@ -450,7 +456,7 @@ fn apply_fanout(
             upstreams,
         });
     }
-    let snapshot = Snapshot::build(states, previous.generation + 1);
+    let snapshot = Snapshot::build(states, previous.generation + 1, policy);
     let (added, removed, modified) = journal(previous, &snapshot);
     for name in &modified {
         let upstream = snapshot.get(name).map(|t| t.upstream.as_str()).unwrap_or("");
@@ -579,8 +585,8 @@ mod tests {
                 ..Default::default()
             }]
         };
-        let old = Snapshot::build(st(vec![t("a", "1"), t("b", "1")]), 1);
-        let new = Snapshot::build(st(vec![t("b", "2"), t("c", "1")]), 2);
+        let old = Snapshot::build(st(vec![t("a", "1"), t("b", "1")]), 1, &Default::default());
+        let new = Snapshot::build(st(vec![t("b", "2"), t("c", "1")]), 2, &Default::default());
         assert_eq!(
             journal(&old, &new),
             (vec!["c".to_string()], vec!["a".to_string()], vec!["b".to_string()])

@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::mcp::types::Tool;
 use crate::model::{assign_sources, CatalogTool};
+use crate::policy::Policy;
 use crate::search::Index;
 
 /// What the catalog knows about one upstream: its last good listing and how fresh it is.
@@ -61,16 +62,26 @@ pub struct Snapshot {
     pub upstreams: Vec<UpstreamState>,
     /// Increments on every swap; lets callers tell whether a refresh happened since they looked.
     pub generation: u64,
+    /// Positions (in `tools`) of the tools pinned into `tools/list`, in name order.
+    pub pinned: Vec<usize>,
+    /// Tools the policy withheld (for logs only; they are nowhere else).
+    pub withheld: usize,
 }
 
 impl Snapshot {
-    /// Merges upstream states (in configuration order) into a snapshot.
-    pub fn build(upstreams: Vec<UpstreamState>, generation: u64) -> Snapshot {
+    /// Merges upstream states (in configuration order) into a snapshot, keeping only the
+    /// tools the policy allows.
+    pub fn build(upstreams: Vec<UpstreamState>, generation: u64, policy: &Policy) -> Snapshot {
         let mut tools: Vec<CatalogTool> = Vec::new();
         let mut by_name: HashMap<String, usize> = HashMap::new();
         let mut collisions = Vec::new();
+        let mut withheld = 0;
         for up in &upstreams {
             for ct in assign_sources(&up.label, up.tools.clone()) {
+                if !policy.allows(&ct) {
+                    withheld += 1;
+                    continue;
+                }
                 if let Some(&i) = by_name.get(&ct.tool.name) {
                     collisions.push(Collision {
                         name: ct.tool.name.clone(),
@@ -90,6 +101,8 @@ impl Snapshot {
         let fingerprint = fingerprint(&tools, &hashes);
         let sources = summarize_sources(&tools, &upstreams);
         let index = Index::build(&tools);
+        let mut pinned: Vec<usize> = (0..tools.len()).filter(|&i| policy.pins(&tools[i])).collect();
+        pinned.sort_by(|&a, &b| tools[a].tool.name.cmp(&tools[b].tool.name));
         Snapshot {
             tools,
             by_name,
@@ -100,6 +113,8 @@ impl Snapshot {
             collisions,
             upstreams,
             generation,
+            pinned,
+            withheld,
         }
     }
 
@@ -112,19 +127,92 @@ impl Snapshot {
         self.sources.iter().map(|s| (s.source.clone(), s.tools)).collect()
     }
 
-    /// The tier-1 listing: one line per source, `source: first sentence (N tools)`, sorted
-    /// by source and byte-stable for a given catalog.
-    pub fn listing(&self) -> String {
-        let mut out = String::new();
-        for s in &self.sources {
-            let noun = if s.tools == 1 { "tool" } else { "tools" };
-            if s.summary.is_empty() {
-                out.push_str(&format!("{} ({} {noun})\n", s.source, s.tools));
-            } else {
-                out.push_str(&format!("{}: {} ({} {noun})\n", s.source, s.summary, s.tools));
+    /// The tier-1 listing for `instructions`: tools grouped by source (sorted, byte-stable).
+    ///
+    /// In full it has one line per tool. When that exceeds `max_chars`, sources degrade one
+    /// at a time, largest first: first to their names only, then (if still too long) to one
+    /// `source: first sentence (N tools)` line; if even that is too long, the last sources are
+    /// cut and counted.
+    pub fn listing(&self, max_chars: usize) -> String {
+        let groups = self.groups();
+        let mut levels = vec![Detail::Tools; groups.len()];
+        let render = |i: usize, level: Detail| render_source(&self.sources[i], &groups[i], level);
+        let mut sizes: Vec<usize> = (0..groups.len()).map(|i| render(i, Detail::Tools).len()).collect();
+        let mut total: usize = sizes.iter().sum();
+        let mut by_size: Vec<usize> = (0..groups.len()).collect();
+        by_size.sort_by(|&a, &b| self.sources[b].tools.cmp(&self.sources[a].tools).then(a.cmp(&b)));
+        for next in [Detail::Names, Detail::Summary] {
+            for &i in &by_size {
+                if total <= max_chars {
+                    break;
+                }
+                let size = render(i, next).len();
+                total = total - sizes[i] + size;
+                sizes[i] = size;
+                levels[i] = next;
             }
         }
+        let mut out = String::new();
+        for i in 0..groups.len() {
+            let text = render(i, levels[i]);
+            if out.len() + text.len() > max_chars {
+                let rest = groups.len() - i;
+                out.push_str(&format!("… and {rest} more sources (use mcp_search)\n"));
+                break;
+            }
+            out.push_str(&text);
+        }
         out
+    }
+
+    /// Tools of each source (aligned with `sources`), sorted by name.
+    fn groups(&self) -> Vec<Vec<&CatalogTool>> {
+        let mut pos: HashMap<&str, usize> = HashMap::new();
+        for (i, s) in self.sources.iter().enumerate() {
+            pos.insert(s.source.as_str(), i);
+        }
+        let mut groups: Vec<Vec<&CatalogTool>> = vec![Vec::new(); self.sources.len()];
+        for t in &self.tools {
+            if let Some(&i) = pos.get(t.source.as_str()) {
+                groups[i].push(t);
+            }
+        }
+        for g in &mut groups {
+            g.sort_by(|a, b| a.tool.name.cmp(&b.tool.name));
+        }
+        groups
+    }
+}
+
+/// How much of a source the listing shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Detail {
+    Tools,
+    Names,
+    Summary,
+}
+
+fn render_source(s: &SourceSummary, tools: &[&CatalogTool], level: Detail) -> String {
+    let noun = if s.tools == 1 { "tool" } else { "tools" };
+    match level {
+        Detail::Tools => {
+            let mut out = format!("{} ({} {noun}):\n", s.source, s.tools);
+            for t in tools {
+                let first = first_sentence(t.tool.description_str());
+                if first.is_empty() {
+                    out.push_str(&format!("- {}\n", t.tool.name));
+                } else {
+                    out.push_str(&format!("- {}: {first}\n", t.tool.name));
+                }
+            }
+            out
+        }
+        Detail::Names => {
+            let names: Vec<&str> = tools.iter().map(|t| t.tool.name.as_str()).collect();
+            format!("{} ({} {noun}): {}\n", s.source, s.tools, names.join(", "))
+        }
+        Detail::Summary if s.summary.is_empty() => format!("{} ({} {noun})\n", s.source, s.tools),
+        Detail::Summary => format!("{}: {} ({} {noun})\n", s.source, s.summary, s.tools),
     }
 }
 
@@ -277,7 +365,7 @@ mod tests {
     fn first_upstream_wins_collisions_and_they_are_reported() {
         let a = state("a", vec![tool("x-one", "A one."), tool("x-two", "A two.")]);
         let b = state("b", vec![tool("x-one", "B one."), tool("y", "B y.")]);
-        let s = Snapshot::build(vec![a, b], 1);
+        let s = Snapshot::build(vec![a, b], 1, &Policy::default());
         assert_eq!(s.tools.len(), 3);
         assert_eq!(s.get("x-one").unwrap().upstream, "a");
         assert_eq!(
@@ -294,32 +382,61 @@ mod tests {
     fn fingerprint_ignores_order_and_key_order_but_sees_changes() {
         let t1 = tool("x-a", "A.");
         let t2 = tool("x-b", "B.");
-        let s1 = Snapshot::build(vec![state("u", vec![t1.clone(), t2.clone()])], 1);
-        let s2 = Snapshot::build(vec![state("u", vec![t2.clone(), t1.clone()])], 2);
+        let s1 = Snapshot::build(vec![state("u", vec![t1.clone(), t2.clone()])], 1, &Policy::default());
+        let s2 = Snapshot::build(vec![state("u", vec![t2.clone(), t1.clone()])], 2, &Policy::default());
         assert_eq!(s1.fingerprint, s2.fingerprint);
         let reordered: Tool =
             serde_json::from_value(json!({"inputSchema": {"type": "object"}, "description": "A.", "name": "x-a"}))
                 .unwrap();
         assert_eq!(tool_hash(&reordered), tool_hash(&t1));
-        let s3 = Snapshot::build(vec![state("u", vec![tool("x-a", "A changed."), t2])], 3);
+        let s3 = Snapshot::build(
+            vec![state("u", vec![tool("x-a", "A changed."), t2])],
+            3,
+            &Policy::default(),
+        );
         assert_ne!(s1.fingerprint, s3.fingerprint);
     }
 
     #[test]
-    fn listing_is_sorted_and_stable() {
-        let mut up = state(
-            "agg",
-            vec![
-                tool("mail-send", "Send an email. More text."),
-                tool("mail-list", "List emails."),
-                tool("cal-x", "Cal x."),
-                tool("cal-y", "Cal y."),
-            ],
+    fn listing_is_sorted_stable_and_degrades_largest_first() {
+        let tools = vec![
+            tool("mail-send", "Send an email. More text."),
+            tool("mail-list", "List emails."),
+            tool("mail-get", "Get an email."),
+            tool("cal-x", "Cal x."),
+            tool("cal-y", "Cal y."),
+        ];
+        let s = Snapshot::build(vec![state("agg", tools.clone())], 1, &Policy::default());
+        let full = s.listing(10_000);
+        assert_eq!(
+            full,
+            "cal (2 tools):\n- cal-x: Cal x.\n- cal-y: Cal y.\nmail (3 tools):\n- mail-get: Get an email.\n- mail-list: List emails.\n- mail-send: Send an email.\n"
         );
-        up.instructions = None;
-        let s = Snapshot::build(vec![up.clone()], 1);
-        assert_eq!(s.listing(), "cal: Cal x. (2 tools)\nmail: List emails. (2 tools)\n");
-        assert_eq!(Snapshot::build(vec![up], 2).listing(), s.listing());
+        assert_eq!(
+            Snapshot::build(vec![state("agg", tools)], 2, &Policy::default()).listing(10_000),
+            full
+        );
+        // The largest source (mail) degrades to names first.
+        let names = s.listing(full.len() - 1);
+        assert_eq!(
+            names,
+            "cal (2 tools):\n- cal-x: Cal x.\n- cal-y: Cal y.\nmail (3 tools): mail-get, mail-list, mail-send\n"
+        );
+        // Then every source to names, then summaries.
+        assert_eq!(
+            s.listing(names.len() - 1),
+            "cal (2 tools): cal-x, cal-y\nmail (3 tools): mail-get, mail-list, mail-send\n"
+        );
+        assert_eq!(
+            s.listing(60),
+            "cal (2 tools): cal-x, cal-y\nmail: Get an email. (3 tools)\n"
+        );
+        assert_eq!(s.listing(52), "cal: Cal x. (2 tools)\nmail: Get an email. (3 tools)\n");
+        // Below even that, sources are cut and counted.
+        assert_eq!(
+            s.listing(30),
+            "cal: Cal x. (2 tools)\n… and 1 more sources (use mcp_search)\n"
+        );
     }
 
     #[test]

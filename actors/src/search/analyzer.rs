@@ -18,6 +18,54 @@ pub fn words(text: &str) -> Vec<String> {
     out
 }
 
+/// Query words, each marked `true` when it only occurs inside a literal value — a path, URL,
+/// file name, e-mail address, CSS selector or quoted string. Pasted requests carry such
+/// arguments (`./src/utils/file_utils.py`, `'Project Overview'`); they are data for the call,
+/// not words about which tool to call, so the ranking counts them less.
+pub fn query_words(query: &str) -> Vec<(String, bool)> {
+    let mut out = Vec::new();
+    let mut tok = Tokenizer::default();
+    let mut in_quote: Option<char> = None;
+    for chunk in query.split_whitespace() {
+        let mut literal = in_quote.is_some();
+        let first = chunk.chars().next().unwrap_or(' ');
+        if in_quote.is_none() && matches!(first, '\'' | '"' | '`' | '\u{2018}' | '\u{201c}') {
+            let close = match first {
+                '\u{2018}' => '\u{2019}',
+                '\u{201c}' => '\u{201d}',
+                c => c,
+            };
+            literal = true;
+            in_quote = Some(close);
+        }
+        if let Some(close) = in_quote {
+            let trimmed = chunk.trim_end_matches(|c: char| matches!(c, '.' | ',' | ';' | ':' | '?' | '!' | ')'));
+            if trimmed.len() > 1 && trimmed.ends_with(close) || (trimmed.len() == 1 && !literal) {
+                in_quote = None;
+            }
+        }
+        literal |= is_literal_chunk(chunk);
+        tok.for_each_word(chunk, |w| out.push((w.to_string(), literal)));
+    }
+    out
+}
+
+/// A whitespace-free chunk that reads as a value rather than a word.
+fn is_literal_chunk(chunk: &str) -> bool {
+    let c = chunk.trim_end_matches(|c: char| matches!(c, '.' | ',' | ';' | ':' | '?' | '!' | ')' | '\'' | '"'));
+    let c = c.trim_start_matches(['(', '\'', '"']);
+    if c.contains("://") || c.contains(['/', '\\', '@', '=']) {
+        return true;
+    }
+    if (c.starts_with('#') || c.starts_with('.')) && c.len() > 1 {
+        return true;
+    }
+    // `file.ext`, `www.example.com`, `v1.2` — a dot between letters or digits
+    let b = c.as_bytes();
+    (1..b.len().saturating_sub(1))
+        .any(|i| b[i] == b'.' && b[i - 1].is_ascii_alphanumeric() && b[i + 1].is_ascii_alphanumeric())
+}
+
 /// Reusable buffers for splitting many texts without allocating per word (index build).
 #[derive(Default)]
 pub struct Tokenizer {
@@ -108,13 +156,157 @@ pub fn is_ideograph(c: char) -> bool {
 /// English words that say nothing about which tool is meant. Kept short on purpose: words like
 /// `get`, `list`, `new`, `all` or `by` are parts of tool names and stay searchable.
 const STOP_WORDS: &[&str] = &[
-    "a", "about", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "can", "could", "did", "do",
-    "does", "for", "from", "had", "has", "have", "he", "her", "his", "how", "i", "if", "in", "into", "is", "it", "its",
-    "let", "lets", "like", "me", "might", "my", "need", "of", "on", "or", "our", "please", "she", "should", "so",
-    "some", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "too",
-    "us", "very", "want", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will",
-    "with", "would", "you", "your", "yours", "also", "just", "using", "via", "e", "g", "etc", "i'm", "im", "hi",
-    "hello", "thanks", "kindly", "wanna", "gonna", "help", "looking",
+    "a",
+    "about",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "been",
+    "but",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "for",
+    "from",
+    "had",
+    "has",
+    "have",
+    "he",
+    "her",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "let",
+    "lets",
+    "like",
+    "me",
+    "might",
+    "my",
+    "need",
+    "of",
+    "on",
+    "or",
+    "our",
+    "please",
+    "she",
+    "should",
+    "so",
+    "some",
+    "than",
+    "that",
+    "the",
+    "their",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "to",
+    "too",
+    "us",
+    "very",
+    "want",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "also",
+    "just",
+    "using",
+    "via",
+    "e",
+    "g",
+    "etc",
+    "i'm",
+    "im",
+    "hi",
+    "hello",
+    "thanks",
+    "kindly",
+    "wanna",
+    "gonna",
+    "help",
+    "looking",
+    // the scaffolding of a pasted request: says how someone asks, not what for
+    "interested",
+    "trying",
+    "wondering",
+    "currently",
+    "specifically",
+    "particularly",
+    "especially",
+    "provide",
+    "provided",
+    "information",
+    "info",
+    "details",
+    "tell",
+    "give",
+    "know",
+    "able",
+    "possible",
+    "assist",
+    "going",
+    "hoping",
+    "wish",
+    "may",
+    "must",
+    "shall",
+    "such",
+    "each",
+    "every",
+    "both",
+    "really",
+    "sure",
+    "okay",
+    "ok",
+    "needs",
+    "needed",
+    "wants",
+    "wanted",
+    "being",
+    "here",
+    "now",
+    "own",
+    "same",
+    "other",
+    "others",
+    "something",
+    "anything",
+    "someone",
+    "thing",
+    "things",
+    "way",
+    "ways",
+    "certain",
 ];
 
 pub fn is_stop_word(w: &str) -> bool {

@@ -138,7 +138,7 @@ impl Params {
         Params {
             x1: 0.0,
             x2: 0.0,
-            x3: 0.0,
+            x3: 1.0,
             k1: 1.5,
             b: 0.75,
             field_weight: [3.0, 1.5, 2.0, 1.0, 0.6, 0.3],
@@ -171,6 +171,10 @@ struct Term {
     text: String,
     idf: f64,
     postings: Vec<Posting>,
+    /// idf among sources (a source counts once however many of its tools have the term).
+    source_idf: f64,
+    /// (source, saturated tf) over the source's tools taken together.
+    source_postings: Vec<(u32, f32)>,
 }
 
 #[derive(Debug)]
@@ -178,6 +182,8 @@ struct Doc {
     name: String,
     /// Distinct terms of the name field: the denominator of name coverage.
     name_terms: u16,
+    /// Source id (position in first-seen order), for result diversity.
+    source: u32,
 }
 
 /// An immutable search index over one catalog snapshot.
@@ -214,6 +220,8 @@ struct Group {
     expansions: Vec<Expansion>,
     /// The group's weight in coverage: its best expansion's weight × idf.
     importance: f64,
+    /// 1, or the literal weight for a word that only occurs inside a pasted value.
+    factor: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -253,6 +261,8 @@ struct Acc {
     importance: f64,
     name_hits: u16,
     rarest: bool,
+    /// The tool's source's own BM25 score.
+    source: f64,
 }
 
 impl Index {
@@ -275,6 +285,7 @@ impl Index {
         let mut doc_lens: Vec<[u32; FIELDS]> = Vec::with_capacity(tools.len());
         let mut docs = Vec::with_capacity(tools.len());
         let mut occ: Vec<(u32, u8)> = Vec::new();
+        let mut source_ids: HashMap<&str, u32> = HashMap::new();
 
         for ct in tools {
             occ.clear();
@@ -361,7 +372,10 @@ impl Index {
                 }
             }
             let name_terms = per_term.iter().filter(|(_, tf)| tf[Field::Name as usize] > 0).count();
+            let next_source = source_ids.len() as u32;
+            let source = *source_ids.entry(ct.source.as_str()).or_insert(next_source);
             docs.push(Doc {
+                source,
                 name: ct.tool.name.clone(),
                 name_terms: name_terms.min(u16::MAX as usize) as u16,
             });
@@ -401,15 +415,57 @@ impl Index {
                 });
             }
         }
+        // Each source as one document too: evidence spread over a server's tools.
+        let n_sources = source_ids.len();
+        let mut by_source: Vec<Vec<usize>> = vec![Vec::new(); n_sources];
+        for (d, doc) in docs.iter().enumerate() {
+            by_source[doc.source as usize].push(d);
+        }
+        let mut src_len = vec![0f64; n_sources];
+        for (sidx, ds) in by_source.iter().enumerate() {
+            for &d in ds {
+                src_len[sidx] += (0..FIELDS)
+                    .map(|f| params.field_weight[f] * doc_lens[d][f] as f64)
+                    .sum::<f64>();
+            }
+        }
+        let avg_src = (src_len.iter().sum::<f64>() / n_sources.max(1) as f64).max(1.0);
+        let mut source_postings: Vec<Vec<(u32, f32)>> = vec![Vec::new(); term_texts.len()];
+        let mut scratch = vec![0f64; term_texts.len()];
+        let mut touched: Vec<u32> = Vec::new();
+        for (sidx, ds) in by_source.iter().enumerate() {
+            for &d in ds {
+                for (t, tf) in &doc_terms[d] {
+                    let v: f64 = (0..FIELDS).map(|f| params.field_weight[f] * tf[f] as f64).sum();
+                    if scratch[*t as usize] == 0.0 {
+                        touched.push(*t);
+                    }
+                    scratch[*t as usize] += v;
+                }
+            }
+            let norm = 1.0 - params.b + params.b * src_len[sidx] / avg_src;
+            for &t in &touched {
+                let tilde = scratch[t as usize] / norm;
+                let sat = tilde * (params.k1 + 1.0) / (params.k1 + tilde);
+                source_postings[t as usize].push((sidx as u32, sat as f32));
+                scratch[t as usize] = 0.0;
+            }
+            touched.clear();
+        }
+        let ns = n_sources.max(1) as f64;
         let terms: Vec<Term> = term_texts
             .into_iter()
             .zip(postings)
-            .map(|(text, postings)| {
+            .zip(source_postings)
+            .map(|((text, postings), source_postings)| {
                 let df = postings.len() as f64;
+                let sdf = source_postings.len() as f64;
                 Term {
                     text,
                     idf: (1.0 + (n - df + 0.5) / (df + 0.5)).ln(),
                     postings,
+                    source_idf: (1.0 + (ns - sdf + 0.5) / (sdf + 0.5)).ln(),
+                    source_postings,
                 }
             })
             .collect();
@@ -577,18 +633,26 @@ impl Index {
     fn prepare(&self, query: &str) -> Prepared {
         let p = &self.params;
         let mut groups: Vec<Group> = Vec::new();
-        let words = analyzer::words(query);
-        let content: Vec<&String> = words.iter().filter(|w| !is_stop_word(w)).collect();
+        let words = analyzer::query_words(query);
+        let content: Vec<&(String, bool)> = words.iter().filter(|(w, _)| !is_stop_word(w)).collect();
         // A query of only stop words ("all", "me") still means something: keep them.
-        let chosen: Vec<&String> = if content.is_empty() {
+        let chosen: Vec<&(String, bool)> = if content.is_empty() {
             words.iter().collect()
         } else {
             content
         };
         let alias_table = aliases::table();
-        for w in chosen {
+        for (w, literal) in chosen {
             let stem = self.analyzer.stem(w);
-            if groups.iter().any(|g| g.word == stem) {
+            let factor = if *literal { p.x3 } else { 1.0 };
+            if let Some(g) = groups.iter_mut().find(|g| g.word == stem) {
+                // seen before; an intent occurrence outranks a literal one
+                if factor > g.factor {
+                    let up = factor / g.factor;
+                    g.factor = factor;
+                    g.importance *= up;
+                    g.expansions.iter_mut().for_each(|e| e.weight *= up);
+                }
                 continue;
             }
             let mut exps: Vec<Expansion> = Vec::new();
@@ -630,6 +694,7 @@ impl Index {
                     push(&mut exps, t, p.typo_weight, ExpansionKind::Typo);
                 }
             }
+            exps.iter_mut().for_each(|e| e.weight *= factor);
             let importance = exps
                 .iter()
                 .map(|e| e.weight * self.terms[e.term as usize].idf)
@@ -638,6 +703,7 @@ impl Index {
                 word: stem,
                 expansions: exps,
                 importance,
+                factor,
             });
         }
         let total_importance = groups.iter().map(|g| g.importance).sum();
@@ -700,7 +766,36 @@ impl Index {
         out
     }
 
+    /// Per-source BM25 of the query, each source read as one document.
+    fn source_scores(&self, q: &Prepared) -> HashMap<u32, f64> {
+        let mut out: HashMap<u32, f64> = HashMap::new();
+        let mut best: HashMap<u32, f64> = HashMap::new();
+        for g in &q.groups {
+            best.clear();
+            for e in &g.expansions {
+                let term = &self.terms[e.term as usize];
+                let w = e.weight * term.source_idf;
+                for &(src, tf) in &term.source_postings {
+                    let v = w * tf as f64;
+                    let b = best.entry(src).or_insert(0.0);
+                    if v > *b {
+                        *b = v;
+                    }
+                }
+            }
+            for (&s, &v) in &best {
+                *out.entry(s).or_default() += v;
+            }
+        }
+        out
+    }
+
     fn accumulate(&self, q: &Prepared) -> HashMap<u32, Acc> {
+        let src = if self.params.x2 > 0.0 {
+            self.source_scores(q)
+        } else {
+            HashMap::new()
+        };
         let mut accs: HashMap<u32, Acc> = HashMap::new();
         let mut best: HashMap<u32, (f64, bool)> = HashMap::new();
         for (gi, g) in q.groups.iter().enumerate() {
@@ -724,6 +819,9 @@ impl Index {
                 a.name_hits += u16::from(name);
                 a.rarest |= q.rarest == Some(gi);
             }
+        }
+        for (d, a) in accs.iter_mut() {
+            a.source = src.get(&self.docs[*d as usize].source).copied().unwrap_or(0.0);
         }
         accs
     }
@@ -749,7 +847,7 @@ impl Index {
         let p = &self.params;
         let cov = self.coverage(q, acc);
         let name_cov = self.name_coverage(doc, acc);
-        acc.bm25 * cov.powf(p.coverage_exp) + p.name_bonus * name_cov * cov
+        (acc.bm25 + p.x2 * acc.source) * cov.powf(p.coverage_exp) + p.name_bonus * name_cov * cov
     }
 
     fn rank(&self, q: &Prepared, accs: &HashMap<u32, Acc>, limit: usize) -> Vec<Hit> {
@@ -781,6 +879,9 @@ impl Index {
                 .then(a.1.cmp(&b.1))
         };
         scored.sort_by(by_score);
+        if p.x1 > 0.0 && p.x1 < 1.0 {
+            scored = self.diversify(scored, limit, p.x1);
+        }
         let top = scored.first().map_or(1.0, |s| s.0);
         let mut hits: Vec<Hit> = Vec::with_capacity(limit.min(scored.len() + slots.len()));
         // slots rank above everything, keeping their relative order
@@ -804,6 +905,35 @@ impl Index {
         }
         hits.truncate(limit);
         hits
+    }
+}
+
+impl Index {
+    /// Re-orders the head of a ranking so one source does not fill it: each tool's score is
+    /// multiplied by `decay` per better-ranked tool of the same source.
+    fn diversify(&self, scored: Vec<(f64, u32)>, limit: usize, decay: f64) -> Vec<(f64, u32)> {
+        let pool_n = scored.len().min(limit.saturating_mul(4).max(limit));
+        let mut pool: Vec<(f64, u32)> = scored[..pool_n].to_vec();
+        let mut out: Vec<(f64, u32)> = Vec::with_capacity(scored.len());
+        let mut per_source: HashMap<u32, i32> = HashMap::new();
+        while !pool.is_empty() && out.len() < limit {
+            let mut best = 0;
+            let mut best_v = f64::NEG_INFINITY;
+            for (i, &(sc, d)) in pool.iter().enumerate() {
+                let n = per_source.get(&self.docs[d as usize].source).copied().unwrap_or(0);
+                let v = sc * decay.powi(n);
+                if v > best_v {
+                    best_v = v;
+                    best = i;
+                }
+            }
+            let (sc, d) = pool.remove(best);
+            *per_source.entry(self.docs[d as usize].source).or_default() += 1;
+            out.push((sc, d));
+        }
+        out.extend(pool);
+        out.extend_from_slice(&scored[pool_n..]);
+        out
     }
 }
 

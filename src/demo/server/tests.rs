@@ -394,6 +394,10 @@ async fn malformed_and_refused_requests() {
     assert_eq!(wrong_version.status, StatusCode::BAD_REQUEST);
     assert_eq!(wrong_version.message["id"], 7);
 
+    let null_id = peer.send(json!({"jsonrpc": "2.0", "id": null, "method": "ping"})).await;
+    assert_eq!(null_id.status, StatusCode::BAD_REQUEST);
+    assert!(null_id.message.get("id").is_none());
+
     let unknown_method = peer.request(2, "prompts/list", json!({})).await;
     assert_eq!(unknown_method.status, StatusCode::OK);
     assert_eq!(unknown_method.message["error"]["code"], -32601);

@@ -1,0 +1,147 @@
+//! Access policy at the proxy (defence in depth; the upstream stays the primary boundary).
+//!
+//! A tool that the policy does not allow is removed when the catalog snapshot is built, so it
+//! is absent from search, describe, the listing and the refresh counts, and `mcp_call` cannot
+//! reach it even by its exact name: there is one gate, not one check per path.
+//!
+//! Patterns are globs (`*` any run, `?` one character), case-insensitive, matched against the
+//! whole tool name; a pattern `source:GLOB` matches the tool's source instead.
+
+use crate::model::CatalogTool;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// When non-empty, only tools matching one of these are served.
+    pub allow: Vec<String>,
+    /// Tools matching one of these are never served (deny wins over allow).
+    pub deny: Vec<String>,
+    /// Serve only tools annotated `readOnlyHint: true` and not `destructiveHint: true`.
+    pub read_only: bool,
+    /// Tools exposed directly in `tools/list` next to the four bridges.
+    pub pinned: Vec<String>,
+}
+
+impl Policy {
+    /// Whether the tool may be served at all.
+    pub fn allows(&self, t: &CatalogTool) -> bool {
+        if !self.allow.is_empty() && !self.allow.iter().any(|p| matches(p, t)) {
+            return false;
+        }
+        if self.deny.iter().any(|p| matches(p, t)) {
+            return false;
+        }
+        if self.read_only {
+            let hint = |k: &str| {
+                t.tool
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(k))
+                    .and_then(serde_json::Value::as_bool)
+            };
+            return hint("readOnlyHint") == Some(true) && hint("destructiveHint") != Some(true);
+        }
+        true
+    }
+
+    /// Whether an (allowed) tool is pinned into `tools/list`.
+    pub fn pins(&self, t: &CatalogTool) -> bool {
+        self.pinned.iter().any(|p| matches(p, t))
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.allow.is_empty() && self.deny.is_empty() && !self.read_only
+    }
+}
+
+fn matches(pattern: &str, t: &CatalogTool) -> bool {
+    match pattern.strip_prefix("source:") {
+        Some(p) => glob(p, &t.source),
+        None => glob(pattern, &t.tool.name),
+    }
+}
+
+/// Case-insensitive glob match of the whole text (`*` and `?`), iterative with backtracking
+/// to the last `*` (linear in practice, no recursion).
+pub fn glob(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().flat_map(char::to_lowercase).collect();
+    let t: Vec<char> = text.chars().flat_map(char::to_lowercase).collect();
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ct(name: &str, source: &str, annotations: Option<serde_json::Value>) -> CatalogTool {
+        let mut tool: crate::mcp::types::Tool = serde_json::from_value(json!({"name": name})).unwrap();
+        tool.annotations = annotations;
+        CatalogTool {
+            tool,
+            source: source.into(),
+            upstream: "u".into(),
+        }
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob("*", ""));
+        assert!(glob("gmail-*", "GMAIL-send"));
+        assert!(glob("*delete*", "github-delete_repo"));
+        assert!(glob("a?c", "abc"));
+        assert!(!glob("a?c", "ac"));
+        assert!(!glob("gmail-*", "xgmail-send"));
+        assert!(glob("*a*b*c", "xxaxxbxxc"));
+        assert!(!glob("*a*b*c", "xxaxxcxxb"));
+    }
+
+    #[test]
+    fn allow_deny_and_sources() {
+        let p = Policy {
+            allow: vec!["source:gmail".into(), "browser_*".into()],
+            deny: vec!["*delete*".into()],
+            ..Default::default()
+        };
+        assert!(p.allows(&ct("gmail-send", "gmail", None)));
+        assert!(!p.allows(&ct("gmail-delete_message", "gmail", None)));
+        assert!(p.allows(&ct("browser_click", "web", None)));
+        assert!(!p.allows(&ct("github-list", "github", None)));
+        assert!(Policy::default().allows(&ct("x", "y", None)));
+    }
+
+    #[test]
+    fn read_only_needs_the_hint_and_no_destructive_hint() {
+        let p = Policy {
+            read_only: true,
+            ..Default::default()
+        };
+        assert!(p.allows(&ct("a", "s", Some(json!({"readOnlyHint": true})))));
+        assert!(!p.allows(&ct(
+            "b",
+            "s",
+            Some(json!({"readOnlyHint": true, "destructiveHint": true}))
+        )));
+        assert!(!p.allows(&ct("c", "s", Some(json!({"readOnlyHint": false})))));
+        assert!(!p.allows(&ct("d", "s", None)));
+    }
+}

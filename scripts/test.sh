@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The test command: installs the real SDK test peers (skipped when already installed), then runs
+# every test of the workspace (unit, integration incl. tests/real_peers.rs, doc tests) with
+# REQUIRE_PEERS=1, so a missing peer fails the run instead of skipping the SDK tests.
+#
+# Usage: scripts/test.sh [extra cargo test arguments, e.g. -- --nocapture]
+# Environment: CARGO_TARGET_DIR, PYTHON (see install-test-peers.sh) are honoured.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+START=$(date +%s)
+section() { printf '\n==== %s ====\n' "$*"; }
+elapsed() { echo "$(($(date +%s) - START)) s"; }
+on_exit() {
+  local rc=$?
+  if [[ $rc -eq 0 ]]; then
+    section "PASSED (total $(elapsed))"
+  else
+    section "FAILED with exit code $rc (total $(elapsed))"
+  fi
+}
+trap on_exit EXIT
+
+section "Test peers (scripts/install-test-peers.sh)"
+"$ROOT/scripts/install-test-peers.sh"
+
+section "cargo test --workspace $*"
+export REQUIRE_PEERS=1
+cargo --version
+cargo test --workspace "$@"
