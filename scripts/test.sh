@@ -26,7 +26,7 @@ trap on_exit EXIT
 section "Test peers (scripts/install-test-peers.sh)"
 "$ROOT/scripts/install-test-peers.sh"
 
-section "cargo test --workspace $*"
+section "cargo test --workspace${*:+ $*}"
 export REQUIRE_PEERS=1
 cargo --version
 cargo test --workspace "$@"

@@ -138,7 +138,7 @@ async fn an_unknown_tool_triggers_one_relist_then_a_clear_error() {
     assert_eq!(a.control.stats().tools_list, lists_before + 1);
 
     // A name nobody offers: one more re-list, then an error with suggestions.
-    let r = mcp_call(&p.url, "alpha-countr", json!({})).await;
+    let r = mcp_call(&p.url, "alpha-counting_things", json!({})).await;
     assert_eq!(r["isError"], true);
     let msg = r["structuredContent"]["error"]["message"].as_str().unwrap();
     assert!(msg.contains("Unknown tool") && msg.contains("alpha-counter"), "{msg}");
@@ -438,5 +438,68 @@ async fn shutdown_ends_the_upstream_session() {
     assert_eq!(a.control.stats().live_sessions, 0);
     // A later call simply opens a new session.
     assert_eq!(count_of(&mcp_call(&p.url, "alpha-counter", json!({})).await), 1);
+    p.stop().await;
+}
+
+#[actix_web::test]
+async fn half_remembered_names_and_stringly_arguments_are_repaired() {
+    let typed = json!({"name": "alpha-add", "description": "Add a and b.", "inputSchema": {"type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}});
+    let a = upstream(vec![typed, tool("alpha-echo", "Echo.", &["text"])], true, false).await;
+    let p = start_proxy(vec![upstream_config("agg", &a.url)], catalog_config(None)).await;
+    let lists = a.control.stats().tools_list;
+    // Typo, case/separators, missing prefix: resolved without a re-list.
+    for name in ["alpha-ad", "ALPHA_ADD", "add"] {
+        let r = mcp_call(&p.url, name, json!({"a": "2", "b": 3})).await;
+        assert_eq!(r["structuredContent"], json!({"result": 5}), "{name}: {r}");
+        let repairs = r["_meta"]["mcp-search-proxy/repairs"].as_array().unwrap();
+        assert!(
+            repairs
+                .iter()
+                .any(|n| n.as_str().unwrap().contains("converted to integer")),
+            "{repairs:?}"
+        );
+        assert_eq!(a.control.stats().last_call.unwrap().1, json!({"a": 2, "b": 3}));
+    }
+    assert_eq!(a.control.stats().tools_list, lists, "repairs need no re-list");
+    p.stop().await;
+}
+
+#[actix_web::test]
+async fn invalid_arguments_never_reach_the_upstream() {
+    let strict = json!({"name": "alpha-set", "description": "Set a level.", "inputSchema": {
+        "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+        "properties": {"level": {"type": "integer", "minimum": 1, "maximum": 5}, "mode": {"enum": ["fast", "slow"]}},
+        "required": ["level"], "additionalProperties": false}});
+    let a = upstream(vec![strict], true, false).await;
+    let p = start_proxy(vec![upstream_config("agg", &a.url)], catalog_config(None)).await;
+    let r = mcp_call(
+        &p.url,
+        "alpha-set",
+        json!({"level": 9, "mode": "medium", "extra": true}),
+    )
+    .await;
+    assert_eq!(r["isError"], true);
+    let e = &r["structuredContent"]["error"];
+    assert_eq!(e["side"], "client");
+    let v = e["violations"].as_array().unwrap();
+    let pairs: Vec<(String, String)> = v
+        .iter()
+        .map(|x| {
+            (
+                x["path"].as_str().unwrap().to_string(),
+                x["constraint"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(pairs.contains(&("/level".into(), "maximum".into())), "{pairs:?}");
+    assert!(pairs.contains(&("/mode".into(), "enum".into())), "{pairs:?}");
+    assert!(pairs.contains(&("".into(), "additionalProperties".into())), "{pairs:?}");
+    assert_eq!(e["inputSchema"]["properties"]["level"]["maximum"], 5);
+    assert!(e["message"].as_str().unwrap().contains("arguments/level"));
+    assert_eq!(a.control.stats().tools_call, 0, "nothing was sent upstream");
+    let r = mcp_call(&p.url, "alpha-set", json!({"level": "3"})).await;
+    assert_ne!(r["isError"], true, "{r}");
+    assert_eq!(a.control.stats().tools_call, 1);
     p.stop().await;
 }

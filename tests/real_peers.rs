@@ -12,6 +12,7 @@
 //! `tests/peers/node_modules/`). Without them the tests skip, unless `REQUIRE_PEERS=1` (set by
 //! `scripts/test.sh`, hence in CI), where a missing client is a failure.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::net::TcpListener;
@@ -53,22 +54,30 @@ impl Peer {
         }
     }
 
+    /// Why the peer cannot run, if it cannot.
+    fn missing(self) -> Option<String> {
+        let marker = self.marker();
+        if !marker.exists() {
+            return Some(format!("{} is missing", marker.display()));
+        }
+        if let Peer::TsSdk1 = self {
+            let node = Command::new("node").arg("--version").stdin(Stdio::null()).output();
+            if !node.as_ref().is_ok_and(|o| o.status.success()) {
+                return Some("`node --version` failed (Node.js >= 20 must be on PATH)".to_string());
+            }
+        }
+        None
+    }
+
     /// True when installed. Otherwise panics under `REQUIRE_PEERS=1`, else prints a skip note.
     fn available(self) -> bool {
-        let marker = self.marker();
-        if marker.exists() {
+        let Some(why) = self.missing() else {
             return true;
-        }
+        };
         if std::env::var("REQUIRE_PEERS").is_ok_and(|v| v == "1") {
-            panic!(
-                "test peer {self:?} is not installed ({} is missing) and REQUIRE_PEERS=1: {INSTALL_HINT}",
-                marker.display()
-            );
+            panic!("test peer {self:?} is not installed ({why}) and REQUIRE_PEERS=1: {INSTALL_HINT}");
         }
-        eprintln!(
-            "skipping: test peers not installed ({INSTALL_HINT}); missing {}",
-            marker.display()
-        );
+        eprintln!("skipping: test peers not installed ({INSTALL_HINT}); {why}");
         false
     }
 }
@@ -237,6 +246,11 @@ async fn run_client(peer: Peer, program: PathBuf, script: &str, extra_args: &[&s
     let summary: serde_json::Value = serde_json::from_str(outcome.stdout.trim())
         .unwrap_or_else(|e| panic!("the client's stdout is not its JSON summary ({e})\n{report}"));
     assert_eq!(summary["ok"], true, "summary not ok\n{report}");
+    // The instructions name every source of the demo catalog with its tool count.
+    let expected = demo_source_counts();
+    let seen: BTreeMap<String, u64> = serde_json::from_value(summary["instructions_sources"].clone())
+        .unwrap_or_else(|e| panic!("summary.instructions_sources is not a map of counts ({e})\n{report}"));
+    assert_eq!(seen, expected, "per-source tool counts in the instructions\n{report}");
     // add, echo, counter twice, image reached the upstream (a call without a required
     // argument and an unknown tool do not).
     assert!(
@@ -245,6 +259,17 @@ async fn run_client(peer: Peer, program: PathBuf, script: &str, extra_args: &[&s
         stats.tools_call
     );
     println!("{report}");
+}
+
+/// Tools per source (`provider` of `provider-tool`) in the demo catalog the upstream serves.
+fn demo_source_counts() -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for tool in demo::demo_tools() {
+        let name = tool["name"].as_str().expect("demo tool name");
+        let source = name.split_once('-').map_or(name, |(source, _)| source);
+        *counts.entry(source.to_string()).or_insert(0) += 1;
+    }
+    counts
 }
 
 fn python() -> PathBuf {

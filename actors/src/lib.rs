@@ -1,5 +1,6 @@
 //! proxy-actors: the actors, wire types and search index of mcp-search-proxy.
 
+pub mod args;
 pub mod catalog;
 pub mod catalog_file;
 pub mod mcp;

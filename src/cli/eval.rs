@@ -161,3 +161,66 @@ fn row(label: &str, s: &Summary) {
         label, s.queries, s.r1, s.r5, s.r10, s.mrr, s.ndcg5, abstain
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CATALOG: &str = r#"{"tools": [
+        {"name": "gmail-send_message", "description": "Send an email message"},
+        {"name": "gmail-list_threads", "description": "List threads in the mailbox"},
+        {"name": "github-create_issue", "description": "Create a new issue"},
+        {"name": "github-list_issues", "description": "List issues"}
+    ]}"#;
+
+    const QUERIES: &str = r#"[
+        {"id": "a", "query": "send email", "gold_groups": [["gmail-send_message"]], "kind": "keywords"},
+        {"id": 2, "query": ["create issue", "list threads"], "gold": ["github-create_issue", "gmail-list_threads"]},
+        {"id": "c", "query": "xyzzy plugh", "gold_groups": [], "kind": "unanswerable"}
+    ]"#;
+
+    #[test]
+    fn eval_writes_rankings_and_succeeds() {
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = dir.path().join("catalog.json");
+        let queries = dir.path().join("queries.json");
+        let rankings = dir.path().join("rankings.jsonl");
+        std::fs::write(&catalog, CATALOG).unwrap();
+        std::fs::write(&queries, QUERIES).unwrap();
+        let args = EvalArgs {
+            catalog,
+            queries,
+            limit: 10,
+            rankings: Some(rankings.clone()),
+            json: true,
+            misses: 5,
+        };
+        assert_eq!(args.run(), ExitCode::SUCCESS);
+        let lines: Vec<serde_json::Value> = std::fs::read_to_string(&rankings)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0]["id"], "a");
+        assert_eq!(lines[0]["ranked"][0], "gmail-send_message");
+        // a list query is answered per entry, interleaved
+        assert_eq!(lines[1]["id"], "2");
+        assert_eq!(lines[1]["ranked"][0], "github-create_issue");
+        assert_eq!(lines[1]["ranked"][1], "gmail-list_threads");
+        assert_eq!(lines[2]["ranked"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn eval_reports_a_missing_file() {
+        let args = EvalArgs {
+            catalog: PathBuf::from("/nonexistent/catalog.json"),
+            queries: PathBuf::from("/nonexistent/queries.json"),
+            limit: 10,
+            rankings: None,
+            json: false,
+            misses: 0,
+        };
+        assert_eq!(args.run(), ExitCode::from(2));
+    }
+}

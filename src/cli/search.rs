@@ -60,3 +60,33 @@ impl SearchArgs {
         ExitCode::SUCCESS
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn search_runs_on_a_catalog_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = dir.path().join("catalog.json");
+        std::fs::write(
+            &catalog,
+            r#"{"tools": [{"name": "gmail-send_message"}, {"name": "gmail-get_profile"}]}"#,
+        )
+        .unwrap();
+        let args = SearchArgs {
+            catalog,
+            limit: 3,
+            explain: true,
+            query: vec!["send".into(), "message".into()],
+        };
+        assert_eq!(args.run(), ExitCode::SUCCESS);
+        let bad = SearchArgs {
+            catalog: PathBuf::from("/nonexistent.json"),
+            limit: 3,
+            explain: false,
+            query: vec!["x".into()],
+        };
+        assert_eq!(bad.run(), ExitCode::from(2));
+    }
+}

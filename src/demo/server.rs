@@ -201,6 +201,11 @@ impl UpstreamControl {
     pub fn set_call_delay(&self, delay: Duration) {
         self.shared.lock().call_delay = delay;
     }
+
+    /// Makes every `tools/list` page wait this long before its response is sent.
+    pub fn set_list_delay(&self, delay: Duration) {
+        self.shared.lock().list_delay = delay;
+    }
 }
 
 /// A started upstream. Dropping it stops the server too; [`RunningUpstream::stop`] also waits.
@@ -322,6 +327,7 @@ struct State {
     process_counter: u64,
     down: bool,
     call_delay: Duration,
+    list_delay: Duration,
     stats: Stats,
 }
 
@@ -634,7 +640,13 @@ fn dispatch(req: &HttpRequest, shared: &Shared, session: Option<&str>, method: &
             shared.lock().stats.ping += 1;
             Reply::now(Ok(json!({})))
         }
-        "tools/list" => Reply::now(list_tools(shared, params)),
+        "tools/list" => {
+            let delay = shared.lock().list_delay;
+            Reply {
+                delay,
+                ..Reply::now(list_tools(shared, params))
+            }
+        }
         "tools/call" => call_tool(req, shared, session, params),
         _ => Reply::now(Err(RpcError::new(METHOD_NOT_FOUND, "Method not found"))),
     }

@@ -32,15 +32,15 @@ pub enum ReplyMode {
 
 pub async fn post(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>) -> HttpResponse {
     if let Err(resp) = check_origin(&req, &state.settings) {
-        return resp;
+        return *resp;
     }
     let body = match read_body(&req, payload, state.settings.max_body_bytes).await {
         Ok(b) => b,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     let mode = match reply_mode(&req) {
         Ok(m) => m,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     if let Some(ct) = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) {
         if !ct.trim().to_ascii_lowercase().starts_with("application/json") {
@@ -106,7 +106,7 @@ fn log_request(req: &Request, outcome: &Result<Value, RpcError>, elapsed: std::t
 /// `GET`, `DELETE` and anything else on `/mcp`.
 pub async fn other_method(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     if let Err(resp) = check_origin(&req, &state.settings) {
-        return resp;
+        return *resp;
     }
     let mut resp = http_error(
         StatusCode::METHOD_NOT_ALLOWED,
@@ -196,7 +196,7 @@ pub fn instructions(snap: &proxy_actors::catalog::Snapshot, listing_max_chars: u
 }
 
 /// 403 for a present `Origin` that is neither loopback nor configured.
-fn check_origin(req: &HttpRequest, settings: &HttpSettings) -> Result<(), HttpResponse> {
+fn check_origin(req: &HttpRequest, settings: &HttpSettings) -> Result<(), Box<HttpResponse>> {
     let Some(origin) = req.headers().get(header::ORIGIN) else {
         return Ok(());
     };
@@ -209,7 +209,7 @@ fn check_origin(req: &HttpRequest, settings: &HttpSettings) -> Result<(), HttpRe
     if origin_allowed(&origin, &settings.allowed_origins) {
         return Ok(());
     }
-    Err(http_error(
+    Err(Box::new(http_error(
         StatusCode::FORBIDDEN,
         None,
         RpcError::new(
@@ -218,7 +218,7 @@ fn check_origin(req: &HttpRequest, settings: &HttpSettings) -> Result<(), HttpRe
                 "Forbidden: Origin {origin:?} is not allowed; add it to ALLOWED_ORIGINS if this client is legitimate"
             ),
         ),
-    ))
+    )))
 }
 
 /// Loopback origins (any scheme and port) are always allowed; others only when configured.
@@ -240,16 +240,16 @@ pub fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
     matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]")
 }
 
-async fn read_body(req: &HttpRequest, mut payload: web::Payload, limit: usize) -> Result<Bytes, HttpResponse> {
+async fn read_body(req: &HttpRequest, mut payload: web::Payload, limit: usize) -> Result<Bytes, Box<HttpResponse>> {
     let too_large = || {
-        http_error(
+        Box::new(http_error(
             StatusCode::PAYLOAD_TOO_LARGE,
             None,
             RpcError::new(
                 jsonrpc::INVALID_REQUEST,
                 format!("Request body exceeds the {limit}-byte limit (MAX_BODY_BYTES); send smaller arguments"),
             ),
-        )
+        ))
     };
     if let Some(len) = req
         .headers()
@@ -264,14 +264,14 @@ async fn read_body(req: &HttpRequest, mut payload: web::Payload, limit: usize) -
     let mut buf = BytesMut::new();
     while let Some(chunk) = payload.next().await {
         let chunk = chunk.map_err(|e| {
-            http_error(
+            Box::new(http_error(
                 StatusCode::BAD_REQUEST,
                 None,
                 RpcError::new(
                     jsonrpc::INVALID_REQUEST,
                     format!("could not read the request body: {e}"),
                 ),
-            )
+            ))
         })?;
         if buf.len() + chunk.len() > limit {
             return Err(too_large());
@@ -282,7 +282,7 @@ async fn read_body(req: &HttpRequest, mut payload: web::Payload, limit: usize) -
 }
 
 /// JSON when the client accepts it (or says nothing), SSE when it accepts only SSE.
-fn reply_mode(req: &HttpRequest) -> Result<ReplyMode, HttpResponse> {
+fn reply_mode(req: &HttpRequest) -> Result<ReplyMode, Box<HttpResponse>> {
     let accept = req
         .headers()
         .get_all(header::ACCEPT)
@@ -306,14 +306,14 @@ fn reply_mode(req: &HttpRequest) -> Result<ReplyMode, HttpResponse> {
     if types.contains(&"text/event-stream") {
         return Ok(ReplyMode::Sse);
     }
-    Err(http_error(
+    Err(Box::new(http_error(
         StatusCode::NOT_ACCEPTABLE,
         None,
         RpcError::new(
             jsonrpc::INVALID_REQUEST,
             "Not Acceptable: Accept must include application/json and text/event-stream",
         ),
-    ))
+    )))
 }
 
 fn check_protocol_header(req: &HttpRequest) -> Result<(), RpcError> {

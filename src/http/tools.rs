@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+use proxy_actors::args;
+use proxy_actors::catalog::resolve::{resolve, Resolution};
 use proxy_actors::catalog::snapshot::clip;
 use proxy_actors::catalog::{GetSnapshot, Refresh, RefreshReason, Snapshot};
 use proxy_actors::model::CatalogTool;
@@ -289,11 +291,18 @@ fn definition_json(t: &CatalogTool) -> Value {
 
 /// Up to three catalog names close to a name that does not exist.
 pub fn closest_names(snap: &Snapshot, name: &str) -> Vec<String> {
-    snap.index
-        .search(name, 3)
-        .into_iter()
-        .filter_map(|h| snap.tools.get(h.doc).map(|t| t.tool.name.clone()))
-        .collect()
+    let mut out: Vec<String> = Vec::new();
+    if let Resolution::Repaired { index, .. } = resolve(snap, name) {
+        out.push(snap.tools[index].tool.name.clone());
+    }
+    for h in snap.index.search(name, 3) {
+        if let Some(t) = snap.tools.get(h.doc) {
+            if out.len() < 3 && !out.contains(&t.tool.name) {
+                out.push(t.tool.name.clone());
+            }
+        }
+    }
+    out
 }
 
 /// Normalises `mcp_call`'s `arguments`: missing/null → `{}`, a JSON string is parsed.
@@ -320,6 +329,100 @@ pub fn missing_required(t: &CatalogTool, arguments: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The outcome of checking an `mcp_call` against a catalog snapshot.
+#[derive(Debug)]
+pub enum Prepared {
+    /// Ready to send: the resolved tool, repaired arguments, and notes on what was repaired.
+    Ready {
+        index: usize,
+        arguments: Value,
+        repairs: Vec<String>,
+    },
+    /// No tool by that name, and no unambiguous repair.
+    Unknown,
+    /// The call would fail; this `isError` result says how to fix it. Nothing is sent.
+    Rejected(Value),
+}
+
+/// Resolves the name (with repairs), repairs the arguments and validates them against the
+/// tool's full input schema. Pure over the snapshot.
+pub fn prepare(snap: &Snapshot, name: &str, arguments: Value) -> Prepared {
+    let mut repairs = Vec::new();
+    let index = match resolve(snap, name) {
+        Resolution::Exact(i) => i,
+        Resolution::Repaired { index, rule } => {
+            repairs.push(format!(
+                "name {name:?} resolved to {:?} ({rule})",
+                snap.tools[index].tool.name
+            ));
+            index
+        }
+        Resolution::Unknown => return Prepared::Unknown,
+    };
+    let tool = &snap.tools[index];
+    let schema = &tool.tool.input_schema;
+    let (arguments, notes) = args::coerce(schema, arguments);
+    repairs.extend(notes);
+    let real_name = tool.tool.name.as_str();
+    let missing = missing_required(tool, &arguments);
+    if !missing.is_empty() {
+        let msg = format!(
+            "Missing required argument(s) for {real_name}: {}. The tool was not called. Call mcp_describe with names [{real_name:?}] for its full schema.",
+            missing.join(", ")
+        );
+        return Prepared::Rejected(result(
+            json!({"error": {"side": "client", "message": msg, "missing": missing, "required": tool.tool.required_params(), "inputSchema": schema}}),
+            true,
+        ));
+    }
+    let validator = snap.validators.get(index).and_then(|v| v.get(schema));
+    let violations = args::validate(validator.as_deref(), &arguments);
+    if !violations.is_empty() {
+        let listed: Vec<String> = violations
+            .iter()
+            .map(|v| {
+                let at = if v.path.is_empty() {
+                    "arguments".to_string()
+                } else {
+                    format!("arguments{}", v.path)
+                };
+                format!("{at} ({}): {}", v.constraint, v.message)
+            })
+            .collect();
+        let msg = format!(
+            "Invalid arguments for {real_name}; the tool was not called. {}. Fix them to match the inputSchema.",
+            listed.join("; ")
+        );
+        return Prepared::Rejected(result(
+            json!({"error": {"side": "client", "message": msg, "violations": violations, "inputSchema": schema}}),
+            true,
+        ));
+    }
+    Prepared::Ready {
+        index,
+        arguments,
+        repairs,
+    }
+}
+
+/// The error for a name that no upstream offers, with the closest names.
+fn unknown_tool(snap: &Snapshot, name: &str) -> Value {
+    let close = closest_names(snap, name);
+    let mut msg = format!("Unknown tool {name:?}: no connected server offers it (the tool list was re-checked).");
+    if close.is_empty() {
+        msg.push_str(" Use mcp_search to find the right tool.");
+    } else {
+        msg.push_str(&format!(
+            " Closest names: {}. Use one of them, or mcp_search.",
+            close.join(", ")
+        ));
+    }
+    result(
+        json!({"error": {"side": "client", "message": msg, "did_you_mean": close}}),
+        true,
+    )
+}
+
 async fn call_upstream(state: &AppState, args: &Map<String, Value>, meta: Option<Value>) -> Value {
     let name = match args.get("name") {
         Some(Value::String(n)) if !n.trim().is_empty() => n.trim().to_string(),
@@ -330,8 +433,9 @@ async fn call_upstream(state: &AppState, args: &Map<String, Value>, meta: Option
         Err(e) => return usage_error(e),
     };
     let mut snap = snapshot(state).await;
-    if snap.get(&name).is_none() {
-        // One re-list, then one retry of the lookup.
+    let mut prepared = prepare(&snap, &name, arguments.clone());
+    if matches!(prepared, Prepared::Unknown) {
+        // One re-list of the upstreams, then one retry of the lookup.
         let _ = state
             .catalog
             .send(Refresh {
@@ -340,34 +444,18 @@ async fn call_upstream(state: &AppState, args: &Map<String, Value>, meta: Option
             })
             .await;
         snap = snapshot(state).await;
+        prepared = prepare(&snap, &name, arguments);
     }
-    let Some(tool) = snap.get(&name) else {
-        let close = closest_names(&snap, &name);
-        let mut msg = format!("Unknown tool {name:?}: no connected server offers it (the tool list was re-checked).");
-        if close.is_empty() {
-            msg.push_str(" Use mcp_search to find the right tool.");
-        } else {
-            msg.push_str(&format!(
-                " Closest names: {}. Use one of them, or mcp_search.",
-                close.join(", ")
-            ));
-        }
-        return result(
-            json!({"error": {"side": "client", "message": msg, "did_you_mean": close}}),
-            true,
-        );
+    let (index, arguments, repairs) = match prepared {
+        Prepared::Ready {
+            index,
+            arguments,
+            repairs,
+        } => (index, arguments, repairs),
+        Prepared::Unknown => return unknown_tool(&snap, &name),
+        Prepared::Rejected(r) => return r,
     };
-    let missing = missing_required(tool, &arguments);
-    if !missing.is_empty() {
-        let msg = format!(
-            "Missing required argument(s) for {name}: {}. The tool was not called. Call mcp_describe with names [{name:?}] for its full schema.",
-            missing.join(", ")
-        );
-        return result(
-            json!({"error": {"side": "client", "message": msg, "missing": missing, "required": tool.tool.required_params()}}),
-            true,
-        );
-    }
+    let tool = &snap.tools[index];
     let Some(addr) = state.upstreams.get(&tool.upstream) else {
         return result(
             json!({"error": {"side": "proxy", "message": format!("no route to upstream {:?}", tool.upstream)}}),
@@ -376,7 +464,7 @@ async fn call_upstream(state: &AppState, args: &Map<String, Value>, meta: Option
     };
     let outcome = addr
         .send(CallTool {
-            name: name.clone(),
+            name: tool.tool.name.clone(),
             arguments,
             meta,
             notifications: None,
@@ -384,10 +472,24 @@ async fn call_upstream(state: &AppState, args: &Map<String, Value>, meta: Option
         .await
         .unwrap_or(Err(UpstreamError::Unavailable));
     match outcome {
-        Ok(r) => r,
-        Err(e) => upstream_failure(&tool.upstream, &name, &e),
+        Ok(mut r) => {
+            if !repairs.is_empty() {
+                // Tell the model what was repaired, so it can get it right next time.
+                if let Some(obj) = r.as_object_mut() {
+                    let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+                    if let Some(m) = meta.as_object_mut() {
+                        m.insert(REPAIRS_META_KEY.into(), json!(repairs));
+                    }
+                }
+            }
+            r
+        }
+        Err(e) => upstream_failure(&tool.upstream, &tool.tool.name, &e),
     }
 }
+
+/// `_meta` key under which a relayed result lists the repairs made to the call.
+pub const REPAIRS_META_KEY: &str = "mcp-search-proxy/repairs";
 
 /// An `isError` result that says the upstream failed, how, and whether a retry can help.
 pub fn upstream_failure(upstream: &str, tool: &str, e: &UpstreamError) -> Value {

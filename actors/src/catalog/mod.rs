@@ -19,10 +19,12 @@
 //!                           └──── Running{queued waiters} ──► …
 //! ```
 //! At most one fan-out is in flight and at most one is queued; every caller gets the outcome
-//! of the fan-out that started after its trigger. In a fan-out, an upstream that fails keeps
+//! of a fan-out that started after its trigger, or less than `JOIN_WINDOW` (250 ms) before
+//! it (its upstreams are still answering requests sent practically at the same moment). In a fan-out, an upstream that fails keeps
 //! its previous tools (served stale); a fan-out in which every upstream fails changes nothing.
 
 pub mod manifest;
+pub mod resolve;
 pub mod snapshot;
 
 use std::collections::{BTreeMap, HashSet};
@@ -157,10 +159,16 @@ type Waiter = oneshot::Sender<Result<RefreshReport, RefreshFailure>>;
 enum RefreshState {
     Idle,
     Running {
+        /// When the in-flight fan-out started (triggers shortly after it simply join it).
+        started: Instant,
         waiters: Vec<Waiter>,
         queued: Option<(RefreshReason, Vec<Waiter>)>,
     },
 }
+
+/// A trigger this soon after a fan-out started joins it instead of queueing another: the
+/// upstreams are still answering requests sent at (practically) the same moment.
+const JOIN_WINDOW: Duration = Duration::from_millis(250);
 
 pub struct CatalogActor {
     cfg: CatalogConfig,
@@ -231,14 +239,23 @@ impl CatalogActor {
         match &mut self.state {
             RefreshState::Idle => {
                 self.state = RefreshState::Running {
+                    started: Instant::now(),
                     waiters: waiter.into_iter().collect(),
                     queued: None,
                 };
                 self.start_fanout(reason, ctx);
             }
-            RefreshState::Running { queued, .. } => {
-                let q = queued.get_or_insert_with(|| (reason, Vec::new()));
-                q.1.extend(waiter);
+            RefreshState::Running {
+                started,
+                waiters,
+                queued,
+            } => {
+                if queued.is_none() && started.elapsed() < JOIN_WINDOW {
+                    waiters.extend(waiter);
+                } else {
+                    let q = queued.get_or_insert_with(|| (reason, Vec::new()));
+                    q.1.extend(waiter);
+                }
             }
         }
     }
@@ -284,7 +301,11 @@ impl CatalogActor {
                 let _ = w.send(result.clone());
             }
             if let Some((reason, waiters)) = queued {
-                self.state = RefreshState::Running { waiters, queued: None };
+                self.state = RefreshState::Running {
+                    started: Instant::now(),
+                    waiters,
+                    queued: None,
+                };
                 self.start_fanout(reason, ctx);
                 return;
             }

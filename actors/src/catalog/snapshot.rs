@@ -66,6 +66,8 @@ pub struct Snapshot {
     pub pinned: Vec<usize>,
     /// Tools the policy withheld (for logs only; they are nowhere else).
     pub withheld: usize,
+    /// Compiled input-schema validators, aligned with `tools`, compiled on first use.
+    pub validators: Vec<crate::args::CachedValidator>,
 }
 
 impl Snapshot {
@@ -101,6 +103,7 @@ impl Snapshot {
         let fingerprint = fingerprint(&tools, &hashes);
         let sources = summarize_sources(&tools, &upstreams);
         let index = Index::build(&tools);
+        let tools_len = tools.len();
         let mut pinned: Vec<usize> = (0..tools.len()).filter(|&i| policy.pins(&tools[i])).collect();
         pinned.sort_by(|&a, &b| tools[a].tool.name.cmp(&tools[b].tool.name));
         Snapshot {
@@ -113,6 +116,7 @@ impl Snapshot {
             collisions,
             upstreams,
             generation,
+            validators: (0..tools_len).map(|_| Default::default()).collect(),
             pinned,
             withheld,
         }
@@ -153,8 +157,8 @@ impl Snapshot {
             }
         }
         let mut out = String::new();
-        for i in 0..groups.len() {
-            let text = render(i, levels[i]);
+        for (i, &level) in levels.iter().enumerate() {
+            let text = render(i, level);
             if out.len() + text.len() > max_chars {
                 let rest = groups.len() - i;
                 out.push_str(&format!("… and {rest} more sources (use mcp_search)\n"));

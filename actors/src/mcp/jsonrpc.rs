@@ -106,71 +106,70 @@ pub struct Malformed {
     pub error: RpcError,
 }
 
+fn malformed(id: Option<RequestId>, code: i64, message: &str) -> Box<Malformed> {
+    Box::new(Malformed {
+        id,
+        error: RpcError::new(code, message),
+    })
+}
+
 impl Incoming {
     /// Classifies one JSON-RPC message from raw bytes.
-    pub fn parse(body: &[u8]) -> Result<Incoming, Malformed> {
-        let value: Value = serde_json::from_slice(body).map_err(|e| Malformed {
-            id: None,
-            error: RpcError::new(PARSE_ERROR, format!("Parse error: body is not valid JSON ({e})")),
-        })?;
+    pub fn parse(body: &[u8]) -> Result<Incoming, Box<Malformed>> {
+        let value: Value = serde_json::from_slice(body)
+            .map_err(|e| malformed(None, PARSE_ERROR, &format!("Parse error: body is not valid JSON ({e})")))?;
         Incoming::from_value(value)
     }
 
     /// Classifies an already parsed JSON value.
-    pub fn from_value(value: Value) -> Result<Incoming, Malformed> {
+    pub fn from_value(value: Value) -> Result<Incoming, Box<Malformed>> {
         let mut obj = match value {
             Value::Object(o) => o,
             Value::Array(_) => {
-                return Err(Malformed {
-                    id: None,
-                    error: RpcError::new(
-                        INVALID_REQUEST,
-                        "Invalid Request: JSON-RPC batches are not supported; send one message per POST",
-                    ),
-                })
+                return Err(malformed(
+                    None,
+                    INVALID_REQUEST,
+                    "Invalid Request: JSON-RPC batches are not supported; send one message per POST",
+                ))
             }
             _ => {
-                return Err(Malformed {
-                    id: None,
-                    error: RpcError::new(INVALID_REQUEST, "Invalid Request: expected a JSON object"),
-                })
+                return Err(malformed(
+                    None,
+                    INVALID_REQUEST,
+                    "Invalid Request: expected a JSON object",
+                ))
             }
+        };
+        let bad_id = || {
+            malformed(
+                None,
+                INVALID_REQUEST,
+                "Invalid Request: id must be a string or an integer",
+            )
         };
         let id = match obj.remove("id") {
-            None => None,
-            Some(Value::Null) => None,
+            None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(RequestId::Str(s)),
-            Some(Value::Number(n)) => match n.as_i64() {
-                Some(i) => Some(RequestId::Num(i)),
-                None => {
-                    return Err(Malformed {
-                        id: None,
-                        error: RpcError::new(INVALID_REQUEST, "Invalid Request: id must be a string or an integer"),
-                    })
-                }
-            },
-            Some(_) => {
-                return Err(Malformed {
-                    id: None,
-                    error: RpcError::new(INVALID_REQUEST, "Invalid Request: id must be a string or an integer"),
-                })
-            }
+            Some(Value::Number(n)) => Some(RequestId::Num(n.as_i64().ok_or_else(bad_id)?)),
+            Some(_) => return Err(bad_id()),
         };
         if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return Err(Malformed {
+            return Err(malformed(
                 id,
-                error: RpcError::new(INVALID_REQUEST, "Invalid Request: \"jsonrpc\" must be \"2.0\""),
-            });
+                INVALID_REQUEST,
+                "Invalid Request: \"jsonrpc\" must be \"2.0\"",
+            ));
         }
         let params = obj.remove("params");
         match obj.remove("method") {
             Some(Value::String(method)) => {
                 if let Some(p) = &params {
                     if !(p.is_object() || p.is_array() || p.is_null()) {
-                        return Err(Malformed {
+                        return Err(malformed(
                             id,
-                            error: RpcError::new(INVALID_REQUEST, "Invalid Request: params must be an object"),
-                        });
+                            INVALID_REQUEST,
+                            "Invalid Request: params must be an object",
+                        ));
                     }
                 }
                 Ok(match id {
@@ -178,27 +177,25 @@ impl Incoming {
                     None => Incoming::Notification { method, params },
                 })
             }
-            Some(_) => Err(Malformed {
+            Some(_) => Err(malformed(
                 id,
-                error: RpcError::new(INVALID_REQUEST, "Invalid Request: method must be a string"),
-            }),
+                INVALID_REQUEST,
+                "Invalid Request: method must be a string",
+            )),
             None => {
                 let result = obj.remove("result");
                 let error = match obj.remove("error") {
-                    Some(e) => Some(serde_json::from_value(e).map_err(|_| Malformed {
-                        id: id.clone(),
-                        error: RpcError::new(INVALID_REQUEST, "Invalid Request: malformed error object"),
+                    Some(e) => Some(serde_json::from_value(e).map_err(|_| {
+                        malformed(id.clone(), INVALID_REQUEST, "Invalid Request: malformed error object")
                     })?),
                     None => None,
                 };
                 if result.is_none() && error.is_none() {
-                    return Err(Malformed {
+                    return Err(malformed(
                         id,
-                        error: RpcError::new(
-                            INVALID_REQUEST,
-                            "Invalid Request: a message needs a method (request/notification) or a result/error (response)",
-                        ),
-                    });
+                        INVALID_REQUEST,
+                        "Invalid Request: a message needs a method (request/notification) or a result/error (response)",
+                    ));
                 }
                 Ok(Incoming::Response { id, result, error })
             }

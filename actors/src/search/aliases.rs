@@ -11,7 +11,7 @@
 //! when the word is unknown to the catalog — by the Snowball stem of their own language, so
 //! `inviare`, `invia` and `inviato` all reach `send`.
 
-use std::collections::HashMap;
+use super::fxhash::FxHashMap;
 use std::sync::OnceLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
@@ -639,7 +639,7 @@ const ROWS: &[(&[&str], &[&str])] = &[
     ),
     // --- objects ---
     (
-        &["email", "mail", "gmail", "inbox", "mailbox"],
+        &["email", "mail", "gmail"],
         &[
             "posta",
             "correo",
@@ -1150,6 +1150,68 @@ const ROWS: &[(&[&str], &[&str])] = &[
     ),
 ];
 
+/// One-way links: an instance or a narrower word → the broader words tools are described
+/// with (`french` → `language`, `usd` → `currency`, `tomorrow` → `date`), never back.
+const ONE_WAY: &[(&[&str], &[&str])] = &[
+    (&["email", "mail", "e-mail", "inbox"], &["message"]),
+    (
+        &[
+            "english",
+            "french",
+            "german",
+            "spanish",
+            "italian",
+            "portuguese",
+            "chinese",
+            "japanese",
+            "korean",
+            "russian",
+            "arabic",
+            "hindi",
+            "dutch",
+            "turkish",
+            "polish",
+        ],
+        &["language", "translate"],
+    ),
+    (
+        &[
+            "usd", "eur", "gbp", "jpy", "cny", "chf", "cad", "aud", "inr", "dollar", "dollars", "euro", "euros",
+            "pound", "yen", "yuan", "rupee",
+        ],
+        &["currency", "exchange"],
+    ),
+    (
+        &[
+            "today",
+            "tomorrow",
+            "yesterday",
+            "tonight",
+            "weekend",
+            "monday",
+            "tuesday",
+            "wednesday",
+            "thursday",
+            "friday",
+            "saturday",
+            "sunday",
+            "january",
+            "february",
+            "march",
+            "april",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ],
+        &["date", "day"],
+    ),
+    (&["btc", "eth", "bitcoin", "ethereum"], &["crypto", "cryptocurrency"]),
+];
+
 /// Languages whose Snowball stems are tried for words the catalog does not know.
 const FOREIGN: [Algorithm; 5] = [
     Algorithm::Italian,
@@ -1171,11 +1233,11 @@ pub enum AliasMatch {
 /// Compiled lookup tables, built once per process.
 pub struct AliasTable {
     /// English stem → rows.
-    english: HashMap<String, Vec<usize>>,
+    english: FxHashMap<String, Vec<usize>>,
     /// Exact foreign form → rows.
-    foreign_exact: HashMap<String, Vec<usize>>,
+    foreign_exact: FxHashMap<String, Vec<usize>>,
     /// (language, stem) → rows.
-    foreign_stem: Vec<HashMap<String, Vec<usize>>>,
+    foreign_stem: Vec<FxHashMap<String, Vec<usize>>>,
     stemmers: Vec<Stemmer>,
     /// English stems of each row's English words.
     targets: Vec<Vec<String>>,
@@ -1191,9 +1253,10 @@ impl AliasTable {
     fn build() -> AliasTable {
         let analyzer = Analyzer::default();
         let stemmers: Vec<Stemmer> = FOREIGN.iter().map(|a| Stemmer::create(*a)).collect();
-        let mut english: HashMap<String, Vec<usize>> = HashMap::new();
-        let mut foreign_exact: HashMap<String, Vec<usize>> = HashMap::new();
-        let mut foreign_stem: Vec<HashMap<String, Vec<usize>>> = FOREIGN.iter().map(|_| HashMap::new()).collect();
+        let mut english: FxHashMap<String, Vec<usize>> = FxHashMap::default();
+        let mut foreign_exact: FxHashMap<String, Vec<usize>> = FxHashMap::default();
+        let mut foreign_stem: Vec<FxHashMap<String, Vec<usize>>> =
+            FOREIGN.iter().map(|_| FxHashMap::default()).collect();
         let mut targets = Vec::with_capacity(ROWS.len());
         for (row, (en, other)) in ROWS.iter().enumerate() {
             let mut t: Vec<String> = en.iter().map(|w| analyzer.stem(w)).collect();
@@ -1210,6 +1273,15 @@ impl AliasTable {
                         push_unique(foreign_stem[i].entry(s.into_owned()).or_default(), row);
                     }
                 }
+            }
+        }
+        for (keys, to) in ONE_WAY {
+            let row = targets.len();
+            let mut t: Vec<String> = to.iter().map(|w| analyzer.stem(w)).collect();
+            t.dedup();
+            targets.push(t);
+            for k in keys.iter() {
+                push_unique(english.entry(analyzer.stem(k)).or_default(), row);
             }
         }
         AliasTable {
@@ -1235,10 +1307,11 @@ impl AliasTable {
         if let Some(r) = self.english.get(stem) {
             add(&mut rows, r, AliasMatch::Exact);
         }
-        if let Some(r) = self.foreign_exact.get(word) {
+        if known {
+            // a word the catalog uses is read as English (`data`, `note`, `post` ...)
+        } else if let Some(r) = self.foreign_exact.get(word) {
             add(&mut rows, r, AliasMatch::Exact);
-        }
-        if !known && rows.is_empty() && word.chars().count() >= 4 {
+        } else if rows.is_empty() && word.chars().count() >= 4 {
             for (i, st) in self.stemmers.iter().enumerate() {
                 if let Some(r) = self.foreign_stem[i].get(st.stem(word).as_ref()) {
                     add(&mut rows, r, AliasMatch::ForeignStem);

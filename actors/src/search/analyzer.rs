@@ -23,36 +23,45 @@ pub fn words(text: &str) -> Vec<String> {
 /// arguments (`./src/utils/file_utils.py`, `'Project Overview'`); they are data for the call,
 /// not words about which tool to call, so the ranking counts them less.
 pub fn query_words(query: &str) -> Vec<(String, bool)> {
+    const TRAILING: [char; 7] = ['.', ',', ';', ':', '?', '!', ')'];
     let mut out = Vec::new();
     let mut tok = Tokenizer::default();
     let mut in_quote: Option<char> = None;
     for chunk in query.split_whitespace() {
         let mut literal = in_quote.is_some();
-        let first = chunk.chars().next().unwrap_or(' ');
-        if in_quote.is_none() && matches!(first, '\'' | '"' | '`' | '\u{2018}' | '\u{201c}') {
-            let close = match first {
-                '\u{2018}' => '\u{2019}',
-                '\u{201c}' => '\u{201d}',
-                c => c,
-            };
-            literal = true;
-            in_quote = Some(close);
-        }
-        if let Some(close) = in_quote {
-            let trimmed = chunk.trim_end_matches(|c: char| matches!(c, '.' | ',' | ';' | ':' | '?' | '!' | ')'));
-            if trimmed.len() > 1 && trimmed.ends_with(close) || (trimmed.len() == 1 && !literal) {
-                in_quote = None;
+        let mut body = chunk.trim_end_matches(TRAILING);
+        if in_quote.is_none() {
+            if let Some(open) = body
+                .chars()
+                .next()
+                .filter(|c| matches!(c, '\'' | '"' | '`' | '\u{2018}' | '\u{201c}'))
+            {
+                in_quote = Some(match open {
+                    '\u{2018}' => '\u{2019}',
+                    '\u{201c}' => '\u{201d}',
+                    c => c,
+                });
+                literal = true;
+                body = &body[open.len_utf8()..];
             }
         }
+        if in_quote.is_some_and(|close| body.ends_with(close)) {
+            in_quote = None;
+        }
         literal |= is_literal_chunk(chunk);
-        tok.for_each_word(chunk, |w| out.push((w.to_string(), literal)));
+        tok.for_each_word(chunk, |w| {
+            // a bare number is a value too (`2020`, `1150 points`)
+            let number = w.bytes().all(|b| b.is_ascii_digit());
+            out.push((w.to_string(), literal || number));
+        });
     }
     out
 }
 
 /// A whitespace-free chunk that reads as a value rather than a word.
 fn is_literal_chunk(chunk: &str) -> bool {
-    let c = chunk.trim_end_matches(|c: char| matches!(c, '.' | ',' | ';' | ':' | '?' | '!' | ')' | '\'' | '"'));
+    const TRAILING: [char; 9] = ['.', ',', ';', ':', '?', '!', ')', '\'', '"'];
+    let c = chunk.trim_end_matches(TRAILING);
     let c = c.trim_start_matches(['(', '\'', '"']);
     if c.contains("://") || c.contains(['/', '\\', '@', '=']) {
         return true;
@@ -60,7 +69,7 @@ fn is_literal_chunk(chunk: &str) -> bool {
     if (c.starts_with('#') || c.starts_with('.')) && c.len() > 1 {
         return true;
     }
-    // `file.ext`, `www.example.com`, `v1.2` — a dot between letters or digits
+    // `file.ext`, `www.example.com`, `v1.2`: a dot between letters or digits
     let b = c.as_bytes();
     (1..b.len().saturating_sub(1))
         .any(|i| b[i] == b'.' && b[i - 1].is_ascii_alphanumeric() && b[i + 1].is_ascii_alphanumeric())

@@ -45,3 +45,115 @@ impl Explanation {
         }
     }
 }
+
+use super::query::Expansion;
+use super::score::pair_field_weight;
+use super::{Index, Posting, ALL_FIELDS, PARAMS};
+
+impl Index {
+    /// Why tool `doc` scores what it does for `query`: a tree whose root value is the score
+    /// `search` gives it (0 when it would not be returned at all), with every part below it.
+    pub fn explain(&self, query: &str, doc: usize) -> Explanation {
+        let Some(d) = self.docs.get(doc) else {
+            return Explanation::new(format!("no tool #{doc} in the index"), 0.0);
+        };
+        let q = self.prepare(query);
+        let accs = self.accumulate(&q);
+        let acc = accs
+            .iter()
+            .find(|(x, _)| *x as usize == doc)
+            .map(|(_, a)| *a)
+            .unwrap_or_default();
+        let ranked = self.rank(&q, &accs, self.docs.len());
+        let returned = ranked.iter().find(|h| h.doc == doc).map(|h| h.score);
+        let mut root = Explanation::new(
+            match returned {
+                Some(_) => format!("score of `{}`", d.name),
+                None => format!("`{}` is not returned (no match, gated, or abstained)", d.name),
+            },
+            returned.unwrap_or(0.0),
+        );
+
+        let mut words = Explanation::new("matched query words (BM25F, best term per word)", acc.bm25);
+        for g in &q.groups {
+            let mut best: Option<(f64, &Expansion, Posting)> = None;
+            for e in &g.expansions {
+                let postings = &self.terms[e.term as usize].postings;
+                if let Ok(i) = postings.binary_search_by_key(&(doc as u32), |p| p.doc) {
+                    let p = postings[i];
+                    let v = e.weight * self.terms[e.term as usize].idf * p.tf as f64;
+                    if best.is_none_or(|(b, _, _)| v > b) {
+                        best = Some((v, e, p));
+                    }
+                }
+            }
+            match best {
+                Some((v, e, p)) => {
+                    let term = &self.terms[e.term as usize];
+                    let fields: Vec<&str> = ALL_FIELDS
+                        .iter()
+                        .filter(|f| p.fields & f.bit() != 0)
+                        .map(|f| f.label())
+                        .collect();
+                    words.add(
+                        Explanation::new(format!("`{}` → term `{}` ({:?})", g.word, term.text, e.kind), v)
+                            .with(Explanation::new("weight", e.weight))
+                            .with(Explanation::new(format!("idf (df {})", term.postings.len()), term.idf))
+                            .with(Explanation::new(
+                                format!("BM25F tf part, in {}", fields.join(", ")),
+                                p.tf as f64,
+                            )),
+                    );
+                }
+                None => words.add(Explanation::new(format!("`{}`: no match", g.word), 0.0)),
+            }
+        }
+        let mut pairs = Explanation::new("adjacent word pairs", acc.pairs);
+        for (key, idf) in &q.pairs {
+            if let Some(&(_, bits)) = self
+                .pairs
+                .get(key)
+                .and_then(|ds| ds.iter().find(|(x, _)| *x as usize == doc))
+            {
+                let a = &self.terms[(key >> 32) as usize].text;
+                let b = &self.terms[(key & 0xffff_ffff) as usize].text;
+                pairs.add(Explanation::new(
+                    format!("`{a} {b}`"),
+                    PARAMS.pair_weight * idf * pair_field_weight(bits),
+                ));
+            }
+        }
+        let source = Explanation::new(
+            format!("source evidence ({} × source score)", PARAMS.source_weight),
+            PARAMS.source_weight * acc.source,
+        );
+        let cov = Index::coverage(&q, &acc);
+        let name_cov = self.name_coverage(doc as u32, &acc);
+        let score = self.final_score(&q, doc as u32, &acc);
+        let mut ranking = Explanation::new(
+            format!(
+                "ranking score = evidence × coverage^{} + {} × name coverage × coverage",
+                PARAMS.coverage_power, PARAMS.name_bonus
+            ),
+            score,
+        );
+        ranking.add(
+            Explanation::new("evidence", acc.bm25 + acc.pairs + PARAMS.source_weight * acc.source)
+                .with(words)
+                .with(pairs)
+                .with(source),
+        );
+        ranking.add(Explanation::new("query coverage (matched importance / total)", cov));
+        ranking.add(Explanation::new(
+            "name coverage (own name words matched / all)",
+            name_cov,
+        ));
+        root.add(ranking);
+        if q.exact == Some(doc as u32) {
+            root.add(Explanation::new("the query is this tool's name: rank 1", 1.0));
+        } else if q.name_matches.contains(&(doc as u32)) {
+            root.add(Explanation::new("the query spells this tool's name: a top slot", 1.0));
+        }
+        root
+    }
+}

@@ -1,1 +1,240 @@
-//! Unit tests of the analyzer and the ranking rules.
+//! Unit tests of the analyzer and the ranking rules, on a small hand-made catalog.
+//! (The real catalogs and the seed examples are exercised by `tests/search_eval.rs`.)
+
+use super::analyzer::{query_words, words, Analyzer};
+use super::*;
+use crate::catalog_file::load_catalog;
+
+fn catalog() -> Vec<CatalogTool> {
+    let text = r#"{"tools": [
+      {"name": "gmail-send_message", "description": "Send an email message to specified recipients.",
+       "inputSchema": {"type": "object", "properties": {"to": {"type": "array", "description": "Recipient email addresses"}, "subject": {"type": "string"}, "body": {"type": "string"}}}},
+      {"name": "gmail-list_threads", "description": "List threads in the user's mailbox",
+       "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}, "maxResults": {"type": "integer"}}}},
+      {"name": "gmail-get_profile", "description": "Get the current user's Gmail profile"},
+      {"name": "gmail-stop_mail_watch", "description": "Stop receiving push notifications for the given user mailbox"},
+      {"name": "calendar-create-event", "description": "Create a new calendar event",
+       "inputSchema": {"type": "object", "properties": {"summary": {"type": "string"}, "start": {"type": "string", "description": "Start time"}}}},
+      {"name": "calendar-list-events", "description": "List events in a date range"},
+      {"name": "github-create_issue", "description": "Create a new issue in a GitHub repository",
+       "inputSchema": {"type": "object", "properties": {"owner": {"type": "string"}, "repo": {"type": "string"}, "title": {"type": "string"}}}},
+      {"name": "github-list_issues", "description": "List issues in a GitHub repository"},
+      {"name": "github-search_repositories", "description": "Search for GitHub repositories"},
+      {"name": "filesystem-read_file", "description": "Read the complete contents of a file from the file system"},
+      {"name": "filesystem-list_directory", "description": "Get a detailed listing of all files and directories in a specified path"},
+      {"name": "browser_navigate", "server": "playwright", "description": "Navigate to a URL"},
+      {"name": "browser_take_screenshot", "server": "playwright", "description": "Take a screenshot of the current page"},
+      {"name": "browser_click", "server": "playwright", "description": "Perform click on a web page"},
+      {"name": "target_widget", "server": "misc", "description": "Widget targeting helper"}
+    ]}"#;
+    load_catalog(text).expect("fixture parses")
+}
+
+fn names(index_tools: &[CatalogTool], hits: &[Hit]) -> Vec<String> {
+    hits.iter().map(|h| index_tools[h.doc].tool.name.clone()).collect()
+}
+
+fn top(query: &str) -> Vec<String> {
+    let tools = catalog();
+    let index = Index::build(&tools);
+    names(&tools, &index.search(query, 5))
+}
+
+// ---- analyzer ----
+
+#[test]
+fn words_split_separators_camel_case_and_acronyms() {
+    assert_eq!(words("gmail-send_message"), ["gmail", "send", "message"]);
+    assert_eq!(
+        words("threadId includeBodyHtml"),
+        ["thread", "id", "include", "body", "html"]
+    );
+    assert_eq!(words("HTMLParser v2"), ["html", "parser", "v2"]);
+}
+
+#[test]
+fn words_drop_english_clitics_and_split_ideographs() {
+    assert_eq!(
+        words("the user's inbox, I'm sure"),
+        ["the", "user", "inbox", "i", "sure"]
+    );
+    assert_eq!(words("搜索结果"), ["搜", "索", "结", "果"]);
+}
+
+#[test]
+fn analyzer_removes_stop_words_and_stems() {
+    let a = Analyzer::default();
+    assert_eq!(a.terms("list the threads of my mailbox"), ["list", "thread", "mailbox"]);
+    assert_eq!(a.terms("Creating events"), a.terms("create event"));
+    // short words and words with digits are kept as written
+    assert_eq!(a.stem("ids"), "ids");
+    assert_eq!(a.stem("v1beta"), "v1beta");
+}
+
+#[test]
+fn query_words_mark_pasted_values_as_literal() {
+    let w = query_words("read ./src/main.rs and 'Project Overview' from bob@example.com 2023 now");
+    let literal: Vec<&str> = w.iter().filter(|(_, l)| *l).map(|(w, _)| w.as_str()).collect();
+    let intent: Vec<&str> = w.iter().filter(|(_, l)| !*l).map(|(w, _)| w.as_str()).collect();
+    assert_eq!(intent, ["read", "and", "from", "now"]);
+    assert_eq!(
+        literal,
+        ["src", "main", "rs", "project", "overview", "bob", "example", "com", "2023"]
+    );
+    assert!(query_words("user's profile").iter().all(|(_, l)| !l));
+}
+
+#[test]
+fn aliases_map_synonyms_and_other_languages() {
+    let t = aliases::table();
+    let a = Analyzer::default();
+    let targets =
+        |w: &str, known: bool| -> Vec<String> { t.lookup(w, &a.stem(w), known).into_iter().map(|(s, _)| s).collect() };
+    assert!(targets("ticket", true).contains(&a.stem("issue")));
+    assert!(targets("invia", false).contains(&a.stem("send")));
+    assert!(targets("inviare", false).contains(&a.stem("send")));
+    assert!(targets("evento", false).contains(&a.stem("event")));
+    // foreign forms only stand in for words the catalog does not know
+    assert!(targets("inviare", true).is_empty());
+}
+
+// ---- ranking ----
+
+#[test]
+fn exact_name_short_circuits_to_rank_one() {
+    assert_eq!(top("gmail-send_message")[0], "gmail-send_message");
+    assert_eq!(top("GMAIL-SEND_MESSAGE")[0], "gmail-send_message");
+}
+
+#[test]
+fn name_without_prefix_and_any_separator_gets_a_top_slot() {
+    assert_eq!(top("create issue")[0], "github-create_issue");
+    assert_eq!(top("createIssue")[0], "github-create_issue");
+    assert_eq!(top("browser navigate")[0], "browser_navigate");
+}
+
+#[test]
+fn one_typo_in_a_name_is_tolerated() {
+    assert_eq!(top("browser_navgate")[0], "browser_navigate");
+    assert_eq!(top("navgate to a page")[0], "browser_navigate");
+}
+
+#[test]
+fn keywords_rank_the_matching_tool_first() {
+    assert_eq!(top("send gmail email")[0], "gmail-send_message");
+    assert_eq!(top("create calendar event tomorrow")[0], "calendar-create-event");
+    assert_eq!(top("take a screenshot")[0], "browser_take_screenshot");
+}
+
+#[test]
+fn stemming_matches_inflections() {
+    assert_eq!(top("thread")[0], "gmail-list_threads");
+    assert_eq!(top("listing directories")[0], "filesystem-list_directory");
+}
+
+#[test]
+fn substring_reaches_a_source_but_short_substrings_do_not_match_everything() {
+    let mail = top("mail");
+    assert!(mail.iter().all(|n| n.starts_with("gmail-")), "{mail:?}");
+    assert!(!mail.is_empty());
+    // `get` is inside `target_widget`; three letters never expand
+    assert!(!top("get").contains(&"target_widget".to_string()));
+}
+
+#[test]
+fn other_languages_reach_english_tools() {
+    assert_eq!(top("invia email")[0], "gmail-send_message");
+    assert_eq!(top("crea evento")[0], "calendar-create-event");
+}
+
+#[test]
+fn synonyms_bridge_vocabulary() {
+    let t = top("github tickets");
+    assert!(t[0].starts_with("github-") && t[0].contains("issue"), "{t:?}");
+}
+
+#[test]
+fn nothing_confident_means_no_results() {
+    assert!(top("xyzzy plugh qqq").is_empty());
+    assert!(top("").is_empty());
+    assert!(top("   ").is_empty());
+    assert!(top("order a large pepperoni pizza").is_empty());
+}
+
+#[test]
+fn results_never_exceed_the_limit() {
+    let tools = catalog();
+    let index = Index::build(&tools);
+    assert_eq!(index.search("list", 2).len(), 2);
+    assert!(index.search("list", 0).is_empty());
+}
+
+#[test]
+fn ranking_does_not_depend_on_catalog_order() {
+    let tools = catalog();
+    let mut reversed = tools.clone();
+    reversed.reverse();
+    let a = Index::build(&tools);
+    let b = Index::build(&reversed);
+    for q in ["list", "github", "file", "mail", "create issue", "send email to bob"] {
+        let x = names(&tools, &a.search(q, 10));
+        let y = names(&reversed, &b.search(q, 10));
+        assert_eq!(x, y, "{q}");
+    }
+}
+
+#[test]
+fn literal_values_weigh_less_than_intent_words() {
+    // the path mentions `github` and `issue`, the request asks to read a file
+    assert_eq!(
+        top("read the file ./github/issue_template.md")[0],
+        "filesystem-read_file"
+    );
+}
+
+#[test]
+fn search_many_answers_each_query_separately() {
+    let tools = catalog();
+    let index = Index::build(&tools);
+    let qs = vec![
+        "create issue".to_string(),
+        "xyzzy".to_string(),
+        "screenshot".to_string(),
+    ];
+    let all = index.search_many(&qs, 3);
+    assert_eq!(all.len(), 3);
+    assert_eq!(names(&tools, &all[0])[0], "github-create_issue");
+    assert!(all[1].is_empty());
+    assert_eq!(names(&tools, &all[2])[0], "browser_take_screenshot");
+}
+
+#[test]
+fn explain_rebuilds_the_search_score() {
+    let tools = catalog();
+    let index = Index::build(&tools);
+    for q in ["send gmail email", "list github issues", "mail", "create issue"] {
+        for h in index.search(q, 5) {
+            let e = index.explain(q, h.doc);
+            assert!((e.value - h.score).abs() < 1e-9, "{q}: {} vs {}", e.value, h.score);
+            assert!(!e.details.is_empty());
+        }
+    }
+    let missing = index.explain("send gmail email", 9);
+    assert_eq!(missing.value, 0.0);
+    assert!(index.explain("x", 10_000).description.contains("no tool"));
+    let json = serde_json::to_value(index.explain("mail", 0)).unwrap();
+    assert!(json.get("value").is_some() && json.get("description").is_some());
+}
+
+#[test]
+fn empty_index_answers_nothing() {
+    let index = Index::build(&[]);
+    assert!(index.is_empty());
+    assert!(index.search("anything", 10).is_empty());
+}
+
+#[test]
+fn index_is_shareable_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Index>();
+}

@@ -1,0 +1,241 @@
+//! Arguments of `mcp_call`: repair the model's common slips, then validate against the tool's
+//! full `inputSchema` before anything is sent upstream.
+//!
+//! Why a crate: JSON Schema (draft 2020-12 and draft-07, with `$ref`, `anyOf`, formats …) is
+//! far too large to hand-write correctly; `jsonschema` is maintained, fast, and with its
+//! default features off it has no HTTP or file resolver, so a remote `$ref` can never make the
+//! proxy fetch anything. A schema that cannot be compiled (bad schema, remote `$ref`) means
+//! validation is skipped, never that the call fails: the upstream stays the authority.
+//!
+//! Repairs (applied before validation, reported back to the caller):
+//! - a string where the schema wants `integer`, `number` or `boolean` is converted when it
+//!   parses exactly (`"5"` → 5, `"2.5"` → 2.5, `"true"` → true), recursively through
+//!   `properties` and `items`.
+
+use std::sync::{Arc, OnceLock};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// One schema violation, phrased for a model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// JSON Pointer into the arguments (`""` is the whole object).
+    pub path: String,
+    /// The schema keyword that failed (`type`, `required`, `enum`, `minimum`, …).
+    pub constraint: String,
+    pub message: String,
+}
+
+/// A lazily compiled validator, cached per tool in the catalog snapshot.
+#[derive(Default)]
+pub struct CachedValidator(OnceLock<Option<Arc<jsonschema::Validator>>>);
+
+impl std::fmt::Debug for CachedValidator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CachedValidator")
+    }
+}
+
+impl CachedValidator {
+    /// The compiled validator, or `None` when the schema is unusable (validation skipped).
+    pub fn get(&self, schema: &Value) -> Option<Arc<jsonschema::Validator>> {
+        self.0
+            .get_or_init(|| match jsonschema::validator_for(schema) {
+                Ok(v) => Some(Arc::new(v)),
+                Err(e) => {
+                    log::debug!(error = e.to_string().as_str(); "input schema unusable; validation skipped");
+                    None
+                }
+            })
+            .clone()
+    }
+}
+
+/// Converts strings to the scalar type the schema wants, where that is unambiguous.
+/// Returns the repaired arguments and a note per repair.
+pub fn coerce(schema: &Value, value: Value) -> (Value, Vec<String>) {
+    let mut notes = Vec::new();
+    let v = coerce_at(schema, value, "", &mut notes, 0);
+    (v, notes)
+}
+
+fn coerce_at(schema: &Value, value: Value, path: &str, notes: &mut Vec<String>, depth: usize) -> Value {
+    if depth > 32 {
+        return value;
+    }
+    match value {
+        Value::String(s) => match scalar_target(schema) {
+            Some(target) => match parse_exact(&s, target) {
+                Some(v) => {
+                    notes.push(format!("{}: string {s:?} converted to {target}", display_path(path)));
+                    v
+                }
+                None => Value::String(s),
+            },
+            None => Value::String(s),
+        },
+        Value::Object(m) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let Some(props) = props else {
+                return Value::Object(m);
+            };
+            let out: Map<String, Value> = m
+                .into_iter()
+                .map(|(k, v)| {
+                    let v = match props.get(&k) {
+                        Some(sub) => coerce_at(sub, v, &format!("{path}/{k}"), notes, depth + 1),
+                        None => v,
+                    };
+                    (k, v)
+                })
+                .collect();
+            Value::Object(out)
+        }
+        Value::Array(a) => match schema.get("items").filter(|i| i.is_object()) {
+            Some(items) => Value::Array(
+                a.into_iter()
+                    .enumerate()
+                    .map(|(i, v)| coerce_at(items, v, &format!("{path}/{i}"), notes, depth + 1))
+                    .collect(),
+            ),
+            None => Value::Array(a),
+        },
+        other => other,
+    }
+}
+
+/// The scalar type a schema wants, when it wants exactly one non-string scalar type.
+fn scalar_target(schema: &Value) -> Option<&'static str> {
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect(),
+        _ => return None,
+    };
+    match types.as_slice() {
+        ["integer"] => Some("integer"),
+        ["number"] => Some("number"),
+        ["boolean"] => Some("boolean"),
+        _ => None,
+    }
+}
+
+fn parse_exact(s: &str, target: &str) -> Option<Value> {
+    match target {
+        "integer" => s.parse::<i64>().ok().map(Value::from),
+        "number" => {
+            if let Ok(i) = s.parse::<i64>() {
+                return Some(Value::from(i));
+            }
+            s.parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite())
+                .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
+        }
+        "boolean" => match s {
+            "true" => Some(Value::Bool(true)),
+            "false" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn display_path(p: &str) -> String {
+    if p.is_empty() {
+        "arguments".into()
+    } else {
+        format!("arguments{p}")
+    }
+}
+
+/// Validates arguments; an empty list means valid (or the schema was unusable).
+pub fn validate(validator: Option<&jsonschema::Validator>, arguments: &Value) -> Vec<Violation> {
+    let Some(v) = validator else {
+        return Vec::new();
+    };
+    v.iter_errors(arguments)
+        .take(20)
+        .map(|e| Violation {
+            path: e.instance_path().as_str().to_string(),
+            constraint: e.kind().keyword().to_string(),
+            message: e.to_string(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Value {
+        json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "properties": {
+                "count": {"type": "integer", "minimum": 1},
+                "ratio": {"type": "number"},
+                "flag": {"type": ["boolean", "null"]},
+                "name": {"type": "string"},
+                "mode": {"enum": ["a", "b"]},
+                "nested": {"type": "object", "properties": {"n": {"type": "integer"}}},
+                "list": {"type": "array", "items": {"type": "integer"}}
+            },
+            "required": ["count"],
+            "additionalProperties": false
+        })
+    }
+
+    #[test]
+    fn coercion_converts_only_exact_parses() {
+        let (v, notes) = coerce(
+            &schema(),
+            json!({"count": "5", "ratio": "2.5", "flag": "true", "name": "7", "nested": {"n": "3"}, "list": ["1", "x"]}),
+        );
+        assert_eq!(
+            v,
+            json!({"count": 5, "ratio": 2.5, "flag": true, "name": "7", "nested": {"n": 3}, "list": [1, "x"]})
+        );
+        assert_eq!(notes.len(), 5, "{notes:?}");
+        let (v, notes) = coerce(&schema(), json!({"count": "5.5", "flag": "yes"}));
+        assert_eq!(v, json!({"count": "5.5", "flag": "yes"}));
+        assert!(notes.is_empty());
+    }
+
+    #[test]
+    fn violations_name_path_and_constraint() {
+        let cache = CachedValidator::default();
+        let s = schema();
+        let v = cache.get(&s);
+        assert!(v.is_some());
+        assert!(validate(v.as_deref(), &json!({"count": 2})).is_empty());
+        let errs = validate(v.as_deref(), &json!({"count": 0, "mode": "c", "extra": 1}));
+        let got: Vec<(&str, &str)> = errs.iter().map(|e| (e.path.as_str(), e.constraint.as_str())).collect();
+        assert!(got.contains(&("/count", "minimum")), "{got:?}");
+        assert!(got.contains(&("/mode", "enum")), "{got:?}");
+        assert!(got.contains(&("", "additionalProperties")), "{got:?}");
+        let errs = validate(v.as_deref(), &json!({}));
+        assert_eq!(errs[0].constraint, "required");
+    }
+
+    #[test]
+    fn unusable_or_remote_schemas_skip_validation() {
+        let cache = CachedValidator::default();
+        let remote = json!({"type": "object", "properties": {"a": {"$ref": "https://example.com/schema.json"}}});
+        assert!(cache.get(&remote).is_none());
+        assert!(validate(None, &json!({"a": 1})).is_empty());
+        let bad = CachedValidator::default();
+        assert!(bad.get(&json!({"type": 12})).is_none());
+    }
+
+    #[test]
+    fn draft_2020_12_keywords_work() {
+        let cache = CachedValidator::default();
+        let s = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+            "properties": {"t": {"type": "array", "prefixItems": [{"type": "string"}], "items": false}}});
+        let v = cache.get(&s);
+        assert!(validate(v.as_deref(), &json!({"t": ["a"]})).is_empty());
+        assert!(!validate(v.as_deref(), &json!({"t": ["a", 1]})).is_empty());
+    }
+}

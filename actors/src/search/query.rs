@@ -1,0 +1,234 @@
+//! Query analysis: each content word becomes a group of index terms it may match, each with
+//! a weight; plus adjacent word pairs, and the tools whose name the query spells.
+
+use super::aliases::{self, AliasMatch};
+use super::analyzer::{self, is_stop_word};
+use super::{names, pair_key, Index, PARAMS};
+
+/// One query word, analysed: the index terms it may match and how much each counts.
+#[derive(Debug, Clone)]
+pub(super) struct Group {
+    /// The word's stem (display and de-duplication).
+    pub word: String,
+    pub expansions: Vec<Expansion>,
+    /// The group's weight in coverage: its best expansion's weight × idf.
+    pub importance: f64,
+    /// 1, or the literal weight for a word that only occurs inside a pasted value.
+    pub factor: f64,
+}
+
+/// How a query word reached an index term.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ExpansionKind {
+    /// The word itself (same stem).
+    Word,
+    /// A synonym from the alias table.
+    Alias,
+    /// A translation or synonym standing in for a word the catalog lacks.
+    Foreign,
+    /// A name term containing the word (`mail` → `gmail`).
+    Substring,
+    /// A name word one edit away from an unknown word.
+    Typo,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Expansion {
+    pub term: u32,
+    pub weight: f64,
+    pub kind: ExpansionKind,
+}
+
+/// A query, analysed once and scored against many tools.
+#[derive(Debug)]
+pub(super) struct Prepared {
+    pub groups: Vec<Group>,
+    pub total_importance: f64,
+    /// Index of the rarest (highest-importance) group.
+    pub rarest: Option<usize>,
+    /// Tools whose name the query spells (any separator, without prefix, or one typo off);
+    /// they get guaranteed top slots.
+    pub name_matches: Vec<u32>,
+    /// The tool whose full name equals the query.
+    pub exact: Option<u32>,
+    /// Adjacent query words known to the catalog, as (pair key, smaller idf).
+    pub pairs: Vec<(u64, f64)>,
+    /// What the query's unknown words would weigh had the catalog known them (abstention).
+    pub unknown_importance: f64,
+}
+
+impl Index {
+    pub(super) fn prepare(&self, query: &str) -> Prepared {
+        let p = &PARAMS;
+        let mut groups: Vec<Group> = Vec::new();
+        let words = analyzer::query_words(query);
+        let content: Vec<&(String, bool)> = words.iter().filter(|(w, _)| !is_stop_word(w)).collect();
+        // A query of only stop words ("all", "me") still means something: keep them.
+        let chosen: Vec<&(String, bool)> = if content.is_empty() {
+            words.iter().collect()
+        } else {
+            content
+        };
+        let alias_table = aliases::table();
+        for (w, literal) in chosen {
+            let stem = self.analyzer.stem(w);
+            let factor = if *literal { p.literal_weight } else { 1.0 };
+            if let Some(g) = groups.iter_mut().find(|g| g.word == stem) {
+                // seen before; an intent occurrence outranks a literal one
+                if factor > g.factor {
+                    let up = factor / g.factor;
+                    g.factor = factor;
+                    g.importance *= up;
+                    g.expansions.iter_mut().for_each(|e| e.weight *= up);
+                }
+                continue;
+            }
+            let mut exps: Vec<Expansion> = Vec::new();
+            let push = |exps: &mut Vec<Expansion>, term: u32, weight: f64, kind| {
+                if let Some(e) = exps.iter_mut().find(|e| e.term == term) {
+                    if weight > e.weight {
+                        e.weight = weight;
+                        e.kind = kind;
+                    }
+                } else {
+                    exps.push(Expansion { term, weight, kind });
+                }
+            };
+            let known = self.term(&stem);
+            if let Some(t) = known {
+                push(&mut exps, t, 1.0, ExpansionKind::Word);
+            }
+            for (target, how) in alias_table.lookup(w, &stem, known.is_some()) {
+                if let Some(t) = self.term(&target) {
+                    let (weight, kind) = match (known.is_some(), how) {
+                        (true, _) => (p.alias_weight, ExpansionKind::Alias),
+                        (false, AliasMatch::Exact) => (p.foreign_weight, ExpansionKind::Foreign),
+                        (false, AliasMatch::ForeignStem) => (p.foreign_weight * 0.9, ExpansionKind::Foreign),
+                    };
+                    push(&mut exps, t, weight, kind);
+                }
+            }
+            let stem_len = stem.chars().count();
+            if stem_len >= 4 {
+                if let Some(ts) = self.affixes.get(stem.as_str()) {
+                    for &t in ts {
+                        if self.terms[t as usize].in_source {
+                            // `mail` with a `gmail` server: the word names that server
+                            push(&mut exps, t, 1.0, ExpansionKind::Substring);
+                            if let Some(e) = exps.iter_mut().find(|e| e.kind == ExpansionKind::Word) {
+                                e.weight = e.weight.min(p.source_affix_word_weight);
+                            }
+                        } else {
+                            let ratio = stem_len as f64 / self.terms[t as usize].text.chars().count() as f64;
+                            push(&mut exps, t, p.substring_weight * ratio, ExpansionKind::Substring);
+                        }
+                    }
+                }
+            }
+            if known.is_none() && w.chars().count() >= 5 {
+                for t in self.typo_terms(w) {
+                    push(&mut exps, t, p.typo_weight, ExpansionKind::Typo);
+                }
+            }
+            exps.iter_mut().for_each(|e| e.weight *= factor);
+            let importance = exps
+                .iter()
+                .map(|e| e.weight * self.terms[e.term as usize].idf)
+                .fold(0.0, f64::max);
+            groups.push(Group {
+                word: stem,
+                expansions: exps,
+                importance,
+                factor,
+            });
+        }
+        let mut pairs: Vec<(u64, f64)> = Vec::new();
+        let mut prev: Option<(u32, f64)> = None;
+        for (w, literal) in &words {
+            if is_stop_word(w) {
+                continue;
+            }
+            let cur = self.term(&self.analyzer.stem(w)).filter(|_| !literal);
+            if let (Some((a, ia)), Some(b)) = (prev, cur) {
+                if a != b {
+                    let ib = self.terms[b as usize].idf;
+                    pairs.push((pair_key(a, b), ia.min(ib)));
+                }
+            }
+            prev = cur.map(|t| (t, self.terms[t as usize].idf));
+        }
+        let total_importance = groups.iter().map(|g| g.importance).sum();
+        // an unknown word weighs what the rarest possible word would
+        let unseen_idf = (1.0 + (self.docs.len() as f64 + 0.5) / 0.5).ln().powf(p.idf_power);
+        let unknown_importance = groups
+            .iter()
+            .filter(|g| g.expansions.is_empty())
+            .map(|g| g.factor * unseen_idf)
+            .sum();
+        let rarest = groups
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| !g.expansions.is_empty())
+            .max_by(|a, b| a.1.importance.total_cmp(&b.1.importance))
+            .map(|(i, _)| i);
+
+        let exact = self.exact_names.get(&query.trim().to_lowercase()).copied();
+        let mut name_matches: Vec<u32> = Vec::new();
+        let cq = names::compact(query);
+        if cq.chars().count() >= 3 {
+            if let Some(ds) = self.compact_names.get(&cq) {
+                name_matches.extend(ds);
+            } else if names::looks_like_identifier(query) {
+                for (key, ds) in &self.compact_names {
+                    if key.len().abs_diff(cq.len()) <= 1 && names::within_one_edit(key, &cq) {
+                        for d in ds {
+                            if !name_matches.contains(d) {
+                                name_matches.push(*d);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        name_matches.sort_by(|a, b| {
+            self.docs[*a as usize]
+                .name
+                .cmp(&self.docs[*b as usize].name)
+                .then(a.cmp(b))
+        });
+        Prepared {
+            unknown_importance,
+            pairs,
+            groups,
+            total_importance,
+            rarest,
+            name_matches,
+            exact,
+        }
+    }
+
+    /// Name-field terms one edit away from an unknown query word: a deletion of the query is
+    /// a surface word (extra character), the query is a deletion of a surface word (missing
+    /// character), or both share a deletion (substitution, transposition).
+    fn typo_terms(&self, w: &str) -> Vec<u32> {
+        let mut out: Vec<u32> = Vec::new();
+        let mut consider = |sid: u32| {
+            let (surface, term) = &self.surfaces[sid as usize];
+            if !out.contains(term) && names::within_one_edit(surface, w) {
+                out.push(*term);
+            }
+        };
+        if let Some(ids) = self.deletions.get(w) {
+            ids.iter().for_each(|&s| consider(s));
+        }
+        for del in names::deletions(w) {
+            if let Some(&sid) = self.surface_ids.get(&del) {
+                consider(sid);
+            }
+            if let Some(ids) = self.deletions.get(&del) {
+                ids.iter().for_each(|&s| consider(s));
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,262 @@
+//! Scoring: per-tool accumulators over the postings of a prepared query, then the ranking
+//! rules (gate, coverage, name bonus, source evidence, name slots, abstention).
+
+use std::cell::RefCell;
+
+use super::query::Prepared;
+use super::{Field, Hit, Index, ALL_FIELDS, PARAMS};
+
+/// Per-tool accumulators of one search.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Acc {
+    /// Σ over query groups of the group's best term contribution (weight × idf × tf part).
+    pub bm25: f64,
+    /// Σ of adjacent-pair contributions.
+    pub pairs: f64,
+    /// Importance of the matched groups (numerator of coverage).
+    pub importance: f64,
+    /// Groups with a term in the tool's own name.
+    pub name_hits: u16,
+    /// Groups matched in the tool's name, source or title.
+    pub label_hits: u16,
+    /// The query's rarest known word matched.
+    pub rarest: bool,
+    /// The tool's source's own score.
+    pub source: f64,
+}
+
+/// A group's best match in one tool.
+#[derive(Debug, Clone, Copy, Default)]
+struct Best {
+    value: f64,
+    name: bool,
+    label: bool,
+}
+
+/// Dense per-tool buffers reused across searches on a thread: a search touches only the
+/// tools its terms reach, and resets exactly those.
+#[derive(Default)]
+struct Scratch {
+    acc: Vec<Acc>,
+    seen: Vec<bool>,
+    touched: Vec<u32>,
+    best: Vec<Best>,
+    group_touched: Vec<u32>,
+    source_best: Vec<f64>,
+    source_total: Vec<f64>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+impl Index {
+    /// Accumulators of every tool the query reaches, by tool.
+    pub(super) fn accumulate(&self, q: &Prepared) -> Vec<(u32, Acc)> {
+        SCRATCH.with(|s| {
+            let mut s = s.borrow_mut();
+            self.accumulate_in(q, &mut s)
+        })
+    }
+
+    fn accumulate_in(&self, q: &Prepared, s: &mut Scratch) -> Vec<(u32, Acc)> {
+        let n = self.docs.len();
+        if s.acc.len() < n {
+            s.acc.resize(n, Acc::default());
+            s.seen.resize(n, false);
+            s.best.resize(n, Best::default());
+        }
+        let Scratch {
+            acc,
+            seen,
+            touched,
+            best,
+            group_touched,
+            ..
+        } = s;
+        for (gi, g) in q.groups.iter().enumerate() {
+            for e in &g.expansions {
+                let term = &self.terms[e.term as usize];
+                let w = e.weight * term.idf;
+                for p in &term.postings {
+                    let d = p.doc as usize;
+                    let v = w * p.tf as f64;
+                    let b = &mut best[d];
+                    if b.value == 0.0 {
+                        group_touched.push(p.doc);
+                    }
+                    b.value = b.value.max(v);
+                    // any of the word's terms in the name counts (`email` → `message`)
+                    b.name |= p.fields & Field::Name.bit() != 0;
+                    b.label |= p.fields & Field::LABELS != 0;
+                }
+            }
+            for &d in group_touched.iter() {
+                let b = std::mem::take(&mut best[d as usize]);
+                if !seen[d as usize] {
+                    seen[d as usize] = true;
+                    touched.push(d);
+                }
+                let a = &mut acc[d as usize];
+                a.bm25 += b.value;
+                a.importance += g.importance;
+                a.name_hits += u16::from(b.name);
+                a.label_hits += u16::from(b.label);
+                a.rarest |= q.rarest == Some(gi);
+            }
+            group_touched.clear();
+        }
+        for (key, idf) in &q.pairs {
+            if let Some(ds) = self.pairs.get(key) {
+                for &(d, bits) in ds {
+                    if seen[d as usize] {
+                        acc[d as usize].pairs += PARAMS.pair_weight * idf * pair_field_weight(bits);
+                    }
+                }
+            }
+        }
+        let source = self.source_scores(q, &mut s.source_best, &mut s.source_total);
+        let mut out: Vec<(u32, Acc)> = Vec::with_capacity(s.touched.len());
+        for &d in &s.touched {
+            let mut a = std::mem::take(&mut s.acc[d as usize]);
+            s.seen[d as usize] = false;
+            a.source = source[self.docs[d as usize].source as usize];
+            out.push((d, a));
+        }
+        s.touched.clear();
+        out
+    }
+
+    /// Per-source BM25 of the query, each source read as one document (all its tools).
+    fn source_scores(&self, q: &Prepared, best: &mut Vec<f64>, total: &mut Vec<f64>) -> Vec<f64> {
+        best.clear();
+        best.resize(self.n_sources, 0.0);
+        total.clear();
+        total.resize(self.n_sources, 0.0);
+        for g in &q.groups {
+            for e in &g.expansions {
+                let term = &self.terms[e.term as usize];
+                let w = e.weight * term.source_idf;
+                for &(src, tf) in &term.source_postings {
+                    let v = w * tf as f64;
+                    if v > best[src as usize] {
+                        best[src as usize] = v;
+                    }
+                }
+            }
+            for (t, b) in total.iter_mut().zip(best.iter_mut()) {
+                *t += std::mem::take(b);
+            }
+        }
+        total.clone()
+    }
+
+    /// Share of the query's importance a tool matched.
+    pub(super) fn coverage(q: &Prepared, acc: &Acc) -> f64 {
+        if q.total_importance > 0.0 {
+            acc.importance / q.total_importance
+        } else {
+            0.0
+        }
+    }
+
+    /// Share of the tool's own name words the query matched.
+    pub(super) fn name_coverage(&self, doc: u32, acc: &Acc) -> f64 {
+        let n = self.docs[doc as usize].name_terms;
+        if n == 0 {
+            0.0
+        } else {
+            (acc.name_hits as f64 / n as f64).min(1.0)
+        }
+    }
+
+    /// The ranking score (before name slots).
+    pub(super) fn final_score(&self, q: &Prepared, doc: u32, acc: &Acc) -> f64 {
+        let p = &PARAMS;
+        let cov = Index::coverage(q, acc);
+        let evidence = acc.bm25 + acc.pairs + p.source_weight * acc.source;
+        evidence * cov.powf(p.coverage_power) + p.name_bonus * self.name_coverage(doc, acc) * cov
+    }
+
+    /// Whether the query reads as a request for something the catalog does not offer: a short
+    /// request whose best tool matches none of its words by name, source or title, and covers
+    /// little of it.
+    pub(super) fn abstains(q: &Prepared, best: &Acc) -> bool {
+        let p = &PARAMS;
+        let whole = q.total_importance + q.unknown_importance;
+        let covered = if whole > 0.0 { best.importance / whole } else { 0.0 };
+        q.groups.len() <= p.abstain_max_words && best.label_hits == 0 && covered < p.abstain_coverage
+    }
+
+    pub(super) fn rank(&self, q: &Prepared, accs: &[(u32, Acc)], limit: usize) -> Vec<Hit> {
+        let p = &PARAMS;
+        let max_cov = accs.iter().map(|(_, a)| Index::coverage(q, a)).fold(0.0, f64::max);
+        let mut scored: Vec<(f64, u32, usize)> = accs
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, a))| {
+                // long requests are not gated: coverage already ranks their stray matches low
+                q.groups.len() > p.abstain_max_words || a.rarest || Index::coverage(q, a) >= p.gate_floor * max_cov
+            })
+            .map(|(i, (d, a))| (self.final_score(q, *d, a), *d, i))
+            .collect();
+        let by_score = |a: &(f64, u32, usize), b: &(f64, u32, usize)| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| self.docs[a.1 as usize].name.cmp(&self.docs[b.1 as usize].name))
+                .then(a.1.cmp(&b.1))
+        };
+        // only the head needs ordering
+        let keep = limit.saturating_add(q.name_matches.len() + 1);
+        if scored.len() > keep {
+            scored.select_nth_unstable_by(keep - 1, by_score);
+            scored.truncate(keep);
+        }
+        scored.sort_by(by_score);
+        if let Some(&(_, _, i)) = scored.first() {
+            if Index::abstains(q, &accs[i].1) {
+                scored.clear();
+            }
+        }
+        let top = scored.first().map_or(0.0, |s| s.0);
+        scored.retain(|s| s.0 >= p.relative_cut * top);
+
+        // name slots: the exact name first, then names the query spells, each once
+        let mut slots: Vec<u32> = q.exact.into_iter().collect();
+        for &d in &q.name_matches {
+            if !slots.contains(&d) {
+                slots.push(d);
+            }
+        }
+        let mut hits: Vec<Hit> = Vec::with_capacity(limit.min(scored.len() + slots.len()));
+        let top = top.max(0.0);
+        for (i, d) in slots.iter().enumerate() {
+            hits.push(Hit {
+                doc: *d as usize,
+                score: top + (slots.len() - i) as f64,
+            });
+        }
+        for (sc, d, _) in scored {
+            if hits.len() >= limit {
+                break;
+            }
+            if !slots.contains(&d) {
+                hits.push(Hit {
+                    doc: d as usize,
+                    score: sc,
+                });
+            }
+        }
+        hits.truncate(limit);
+        hits
+    }
+}
+
+/// A pair counts at the weight of the best field it occurs in, capped at 1 (a description).
+pub(super) fn pair_field_weight(bits: u8) -> f64 {
+    ALL_FIELDS
+        .iter()
+        .filter(|f| bits & f.bit() != 0)
+        .map(|f| PARAMS.field_weight[*f as usize])
+        .fold(0.0, f64::max)
+        .min(1.0)
+}
