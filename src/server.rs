@@ -24,6 +24,12 @@ pub struct Proxy {
 impl Proxy {
     /// Starts the actors. Must run inside an actix `System`.
     pub fn start(upstreams: &[UpstreamConfig], catalog_cfg: CatalogConfig, max_result_bytes: usize) -> Proxy {
+        // The manifest is read once: it seeds the catalog and tells each upstream actor the
+        // era its upstream spoke last time.
+        let manifest = catalog_cfg
+            .manifest_path
+            .as_deref()
+            .and_then(proxy_actors::catalog::load_manifest_logged);
         let mut handles = Vec::new();
         let mut arbiters = Vec::new();
         for u in upstreams {
@@ -40,6 +46,7 @@ impl Proxy {
                 token: u.token.clone(),
                 timeout: u.timeout,
                 max_response_bytes: max_result_bytes,
+                era_hint: manifest.as_ref().and_then(|m| m.era_of(&u.url)),
             };
             let (addr, arbiter) = UpstreamActor::start_on_new_arbiter(spec);
             arbiters.push(arbiter);
@@ -49,7 +56,7 @@ impl Proxy {
                 addr,
             });
         }
-        let catalog = CatalogActor::new(catalog_cfg, handles.clone()).start();
+        let catalog = CatalogActor::with_manifest(catalog_cfg, handles.clone(), manifest).start();
         Proxy {
             catalog,
             upstreams: handles,

@@ -1,4 +1,10 @@
-//! `POST /mcp`: the Streamable HTTP endpoint (2025 era: 2024-11-05 … 2025-11-25).
+//! `POST /mcp`: the Streamable HTTP endpoint, dual-era on one URL.
+//!
+//! The era is chosen per request from its version claim, never from the method name: a
+//! request whose body carries `_meta["io.modelcontextprotocol/protocolVersion"]`, or whose
+//! `MCP-Protocol-Version` header is not a 2025-era version, is served as 2026-07-28
+//! ("modern": stateless, `server/discover`, header checks, `resultType`); anything else as the
+//! 2025 era (`initialize`, `ping`; a missing header means 2025-03-26).
 //!
 //! Order of checks, each with its own precise answer:
 //! 1. `Origin` (403 for a foreign origin: DNS-rebinding protection),
@@ -6,29 +12,49 @@
 //! 3. `Accept` (406) and `Content-Type` (415),
 //! 4. JSON-RPC shape (400 with -32700/-32600; the id is echoed when it could be read, the
 //!    `id` member is omitted otherwise, never `null`),
-//! 5. `MCP-Protocol-Version` (400 when unsupported; absent means 2025-03-26),
-//! 6. the method.
+//! 5. version: an unknown `MCP-Protocol-Version` gets 400/-32022 listing what is supported;
+//!    modern requests then have their `_meta` (400/-32602) and `Mcp-Method`/`Mcp-Name`
+//!    headers (400/-32020) checked against the body,
+//! 6. the method (modern: 404/-32601 for removed or unknown methods).
 //!
-//! The proxy's own tools are stateless, so it mints no `Mcp-Session-Id` (the spec allows
-//! this); `GET` (no server-initiated stream) and `DELETE` answer 405.
+//! The proxy's own tools are stateless, so it mints no `Mcp-Session-Id` (the spec allows this)
+//! and ignores one sent to it; `GET` and `DELETE` answer 405. A `tools/call` that carries a
+//! `progressToken` from a client that accepts SSE is answered as an SSE stream that relays
+//! the upstream's `notifications/progress` as they arrive; a client that goes away cancels
+//! the upstream call.
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
+use tokio::sync::mpsc;
 
+use proxy_actors::catalog::GetSnapshot;
 use proxy_actors::mcp::jsonrpc::{self, Incoming, Request, RequestId, RpcError};
-use proxy_actors::mcp::{sse, version};
+use proxy_actors::mcp::{modern, sse, version};
 
 use super::{tools, AppState, HttpSettings};
 
-/// How the client wants its reply.
+/// What the client's `Accept` allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplyMode {
-    Json,
-    Sse,
+pub struct Accepts {
+    pub json: bool,
+    pub sse: bool,
 }
+
+/// Which protocol era a request is served in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Era {
+    Legacy,
+    Modern,
+}
+
+/// How long clients may cache our `tools/list` (the four schemas never change) and
+/// `server/discover` (its instructions follow the catalog).
+const TOOLS_LIST_TTL_MS: u64 = 24 * 3600 * 1000;
+const PINNED_TOOLS_LIST_TTL_MS: u64 = 60 * 1000;
+const DISCOVER_TTL_MS: u64 = 60 * 1000;
 
 pub async fn post(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>) -> HttpResponse {
     if let Err(resp) = check_origin(&req, &state.settings) {
@@ -38,7 +64,7 @@ pub async fn post(req: HttpRequest, payload: web::Payload, state: web::Data<AppS
         Ok(b) => b,
         Err(resp) => return *resp,
     };
-    let mode = match reply_mode(&req) {
+    let accepts = match accepts(&req) {
         Ok(m) => m,
         Err(resp) => return *resp,
     };
@@ -58,29 +84,227 @@ pub async fn post(req: HttpRequest, payload: web::Payload, state: web::Data<AppS
         Ok(m) => m,
         Err(bad) => return http_error(StatusCode::BAD_REQUEST, bad.id, bad.error),
     };
-    let request = match msg {
-        Incoming::Request(r) => r,
-        // Notifications (initialized, cancelled, …) and responses need no answer.
-        Incoming::Notification { .. } | Incoming::Response { .. } => return HttpResponse::Accepted().finish(),
+    let header_version = header_str(&req, "mcp-protocol-version");
+    let (id, method, params) = match &msg {
+        Incoming::Request(r) => (Some(r.id.clone()), r.method.as_str(), r.params.as_ref()),
+        Incoming::Notification { method, params } => (None, method.as_str(), params.as_ref()),
+        // A client's response (to a request this server never sends) needs no answer.
+        Incoming::Response { .. } => return HttpResponse::Accepted().finish(),
     };
-    if request.method != "initialize" {
-        if let Err(e) = check_protocol_header(&req) {
-            return http_error(StatusCode::BAD_REQUEST, Some(request.id), e);
+    // An unknown version claim is refused with the list of what is supported.
+    if let Some(v) = header_version {
+        if !version::is_supported_legacy(v) && !modern::is_modern(v) {
+            return refusal_response(id, modern::unsupported_version(v));
         }
     }
-    let started = std::time::Instant::now();
-    let outcome = dispatch(&state, &request).await;
-    log_request(&request, &outcome, started.elapsed());
-    let body = match outcome {
-        Ok(result) => jsonrpc::result_response(&request.id, result),
-        Err(e) => jsonrpc::error_response(Some(&request.id), &e),
+    let era = if modern::meta_version(params).is_some() || header_version.is_some_and(modern::is_modern) {
+        Era::Modern
+    } else {
+        Era::Legacy
     };
-    reply(mode, &body)
+    if era == Era::Modern {
+        let headers = modern::RequestHeaders {
+            protocol_version: header_version,
+            method: header_str(&req, "mcp-method"),
+            name: header_str(&req, "mcp-name"),
+        };
+        if let Err(refusal) = modern::check_request(&headers, method, params) {
+            return refusal_response(id, refusal);
+        }
+    }
+    let request = match msg {
+        Incoming::Request(r) => r,
+        // Notifications (initialized, cancelled, …) need no answer.
+        _ => return HttpResponse::Accepted().finish(),
+    };
+    let progress_token = request
+        .params
+        .as_ref()
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get("progressToken"))
+        .is_some();
+    if request.method == "tools/call" && progress_token && accepts.sse {
+        return stream_call(state, request, era);
+    }
+    let started = std::time::Instant::now();
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let outcome = dispatch(&state, &request, era, tx).await;
+    log_request(&request, &outcome, started.elapsed());
+    match outcome {
+        Ok(result) => reply(accepts, &jsonrpc::result_response(&request.id, result)),
+        Err(Failure::Rpc(e)) => reply(accepts, &jsonrpc::error_response(Some(&request.id), &e)),
+        Err(Failure::Http(status, e)) => http_error(status, Some(request.id), e),
+    }
+}
+
+/// A request that failed: a JSON-RPC error in a 200 reply, or one with its own HTTP status.
+enum Failure {
+    Rpc(RpcError),
+    Http(StatusCode, RpcError),
+}
+
+impl From<RpcError> for Failure {
+    fn from(e: RpcError) -> Self {
+        Failure::Rpc(e)
+    }
+}
+
+/// Runs one request. `events` receives the notifications (progress) that precede the result;
+/// dropping its receiver cancels an upstream call in flight.
+async fn dispatch(
+    state: &AppState,
+    req: &Request,
+    era: Era,
+    events: mpsc::UnboundedSender<Value>,
+) -> Result<Value, Failure> {
+    let snapshot = || async { state.catalog.send(GetSnapshot).await.unwrap_or_default() };
+    match (era, req.method.as_str()) {
+        (Era::Legacy, "initialize") => {
+            let params = req.params_object()?;
+            let requested = params.get("protocolVersion").and_then(Value::as_str);
+            let snap = snapshot().await;
+            Ok(json!({
+                "protocolVersion": version::negotiate_legacy(requested),
+                "capabilities": {"tools": {"listChanged": false}},
+                "serverInfo": server_info(),
+                "instructions": instructions(&snap, state.settings.listing_max_chars),
+            }))
+        }
+        (Era::Legacy, "ping") => Ok(json!({})),
+        (Era::Modern, "server/discover") => {
+            let snap = snapshot().await;
+            Ok(modern_result(json!({
+                "supportedVersions": modern::all_supported_versions(),
+                "capabilities": {"tools": {}},
+                "instructions": instructions(&snap, state.settings.listing_max_chars),
+                "ttlMs": DISCOVER_TTL_MS,
+                "cacheScope": "public",
+            })))
+        }
+        (_, "tools/list") => {
+            let snap = snapshot().await;
+            let list = tools::list(state, &snap);
+            Ok(match era {
+                Era::Legacy => list,
+                Era::Modern => {
+                    let mut r = modern_result(list);
+                    let ttl = if snap.pinned.is_empty() {
+                        TOOLS_LIST_TTL_MS
+                    } else {
+                        PINNED_TOOLS_LIST_TTL_MS
+                    };
+                    r["ttlMs"] = json!(ttl);
+                    r["cacheScope"] = json!("public");
+                    r
+                }
+            })
+        }
+        (_, "tools/call") => {
+            let params = req.params_object()?;
+            let name = params
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| RpcError::new(jsonrpc::INVALID_PARAMS, "tools/call needs params.name"))?;
+            let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+            let meta = params.get("_meta").cloned();
+            match tools::call(state, name, args, meta, Some(events)).await {
+                Some(result) if era == Era::Modern => Ok(modern_result(result)),
+                Some(result) => Ok(result),
+                None => Err(Failure::Rpc(RpcError::new(
+                    jsonrpc::INVALID_PARAMS,
+                    format!(
+                        "Unknown tool: {name}. This server exposes mcp_search, mcp_describe, mcp_call and mcp_refresh; call upstream tools through mcp_call."
+                    ),
+                ))),
+            }
+        }
+        (Era::Legacy, other) => Err(Failure::Rpc(RpcError::new(
+            jsonrpc::METHOD_NOT_FOUND,
+            format!("Method not found: {other}"),
+        ))),
+        (Era::Modern, other) => Err(Failure::Http(
+            StatusCode::NOT_FOUND,
+            RpcError::new(
+                jsonrpc::METHOD_NOT_FOUND,
+                format!("Method not found: {other} (not part of protocol version 2026-07-28 on this server)"),
+            ),
+        )),
+    }
+}
+
+/// Stamps a modern result: `resultType` and the server's identity in `_meta`.
+fn modern_result(mut result: Value) -> Value {
+    if let Some(obj) = result.as_object_mut() {
+        obj.insert("resultType".into(), json!("complete"));
+        let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+        if let Some(m) = meta.as_object_mut() {
+            m.insert(modern::META_SERVER_INFO.into(), server_info());
+        }
+    }
+    result
+}
+
+/// Answers a `tools/call` as an SSE stream: the notifications the upstream sends while it
+/// works (progress) as they arrive, then the result. The call runs inside the response stream,
+/// so a client that disconnects drops it, which cancels the upstream request.
+fn stream_call(state: web::Data<AppState>, request: Request, era: Era) -> HttpResponse {
+    let (tx, rx) = mpsc::unbounded_channel::<Value>();
+    let id = request.id.clone();
+    let call = Box::pin(async move {
+        let started = std::time::Instant::now();
+        let outcome = dispatch(&state, &request, era, tx).await;
+        log_request(&request, &outcome, started.elapsed());
+        match outcome {
+            Ok(result) => jsonrpc::result_response(&request.id, result),
+            Err(Failure::Rpc(e)) | Err(Failure::Http(_, e)) => jsonrpc::error_response(Some(&request.id), &e),
+        }
+    });
+    enum Phase<F> {
+        Running(F, mpsc::UnboundedReceiver<Value>),
+        Done,
+    }
+    let events = futures_util::stream::unfold(Phase::Running(call, rx), move |phase| async move {
+        let Phase::Running(mut call, mut rx) = phase else {
+            return None;
+        };
+        tokio::select! {
+            biased;
+            Some(note) = rx.recv() => {
+                let text = sse::encode_event(&note.to_string(), None);
+                Some((Ok::<_, actix_web::Error>(Bytes::from(text)), Phase::Running(call, rx)))
+            }
+            response = &mut call => {
+                // Flush notifications that raced the result, then the result itself.
+                let mut text = String::new();
+                while let Ok(note) = rx.try_recv() {
+                    text.push_str(&sse::encode_event(&note.to_string(), None));
+                }
+                text.push_str(&sse::encode_event(&response.to_string(), None));
+                Some((Ok(Bytes::from(text)), Phase::Done))
+            }
+        }
+    });
+    log::debug!(id = id.to_string().as_str(); "tools/call answered as a stream");
+    HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header((header::CACHE_CONTROL, "no-cache"))
+        .insert_header(("X-Accel-Buffering", "no"))
+        .streaming(events)
+}
+
+fn header_str<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok()).map(str::trim)
+}
+
+fn refusal_response(id: Option<RequestId>, r: modern::Refusal) -> HttpResponse {
+    let mut e = RpcError::new(r.code, r.message);
+    e.data = r.data;
+    http_error(StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST), id, e)
 }
 
 /// One line per request: method, the proxy tool for `tools/call`, outcome and latency.
 /// Arguments are never logged.
-fn log_request(req: &Request, outcome: &Result<Value, RpcError>, elapsed: std::time::Duration) {
+fn log_request(req: &Request, outcome: &Result<Value, Failure>, elapsed: std::time::Duration) {
     let tool = if req.method == "tools/call" {
         req.params
             .as_ref()
@@ -122,57 +346,6 @@ pub async fn other_method(req: HttpRequest, state: web::Data<AppState>) -> HttpR
     resp.headers_mut()
         .insert(header::ALLOW, header::HeaderValue::from_static("POST"));
     resp
-}
-
-async fn dispatch(state: &AppState, req: &Request) -> Result<Value, RpcError> {
-    match req.method.as_str() {
-        "initialize" => {
-            let params = req.params_object()?;
-            let requested = params.get("protocolVersion").and_then(Value::as_str);
-            let snap = state
-                .catalog
-                .send(proxy_actors::catalog::GetSnapshot)
-                .await
-                .unwrap_or_default();
-            Ok(json!({
-                "protocolVersion": version::negotiate_legacy(requested),
-                "capabilities": {"tools": {"listChanged": false}},
-                "serverInfo": server_info(),
-                "instructions": instructions(&snap, state.settings.listing_max_chars),
-            }))
-        }
-        "ping" => Ok(json!({})),
-        "tools/list" => {
-            let snap = state
-                .catalog
-                .send(proxy_actors::catalog::GetSnapshot)
-                .await
-                .unwrap_or_default();
-            Ok(tools::list(state, &snap))
-        }
-        "tools/call" => {
-            let params = req.params_object()?;
-            let name = params
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| RpcError::new(jsonrpc::INVALID_PARAMS, "tools/call needs params.name"))?;
-            let args = params.get("arguments").cloned().unwrap_or(Value::Null);
-            let meta = params.get("_meta").cloned();
-            match tools::call(state, name, args, meta).await {
-                Some(result) => Ok(result),
-                None => Err(RpcError::new(
-                    jsonrpc::INVALID_PARAMS,
-                    format!(
-                        "Unknown tool: {name}. This server exposes mcp_search, mcp_describe, mcp_call and mcp_refresh; call upstream tools through mcp_call."
-                    ),
-                )),
-            }
-        }
-        other => Err(RpcError::new(
-            jsonrpc::METHOD_NOT_FOUND,
-            format!("Method not found: {other}"),
-        )),
-    }
 }
 
 pub fn server_info() -> Value {
@@ -281,8 +454,8 @@ async fn read_body(req: &HttpRequest, mut payload: web::Payload, limit: usize) -
     Ok(buf.freeze())
 }
 
-/// JSON when the client accepts it (or says nothing), SSE when it accepts only SSE.
-fn reply_mode(req: &HttpRequest) -> Result<ReplyMode, Box<HttpResponse>> {
+/// What the client's `Accept` allows; neither JSON nor SSE is 406.
+fn accepts(req: &HttpRequest) -> Result<Accepts, Box<HttpResponse>> {
     let accept = req
         .headers()
         .get_all(header::ACCEPT)
@@ -291,20 +464,17 @@ fn reply_mode(req: &HttpRequest) -> Result<ReplyMode, Box<HttpResponse>> {
         .join(",")
         .to_ascii_lowercase();
     if accept.trim().is_empty() {
-        return Ok(ReplyMode::Json);
+        return Ok(Accepts { json: true, sse: false });
     }
     let types: Vec<&str> = accept
         .split(',')
         .map(|t| t.split(';').next().unwrap_or("").trim())
         .collect();
-    if types
-        .iter()
-        .any(|t| matches!(*t, "application/json" | "application/*" | "*/*"))
-    {
-        return Ok(ReplyMode::Json);
-    }
-    if types.contains(&"text/event-stream") {
-        return Ok(ReplyMode::Sse);
+    let any = types.iter().any(|t| *t == "*/*");
+    let json = any || types.iter().any(|t| matches!(*t, "application/json" | "application/*"));
+    let sse = any || types.iter().any(|t| matches!(*t, "text/event-stream" | "text/*"));
+    if json || sse {
+        return Ok(Accepts { json, sse });
     }
     Err(Box::new(http_error(
         StatusCode::NOT_ACCEPTABLE,
@@ -316,32 +486,18 @@ fn reply_mode(req: &HttpRequest) -> Result<ReplyMode, Box<HttpResponse>> {
     )))
 }
 
-fn check_protocol_header(req: &HttpRequest) -> Result<(), RpcError> {
-    let Some(v) = req.headers().get("mcp-protocol-version") else {
-        return Ok(()); // assumed 2025-03-26
-    };
-    let v = v.to_str().unwrap_or("").trim();
-    if version::is_supported_legacy(v) {
-        return Ok(());
-    }
-    Err(RpcError::new(
-        jsonrpc::INVALID_REQUEST,
-        format!("Bad Request: unsupported MCP-Protocol-Version {v:?}"),
-    )
-    .with_data(json!({"supported": version::LEGACY_VERSIONS, "requested": v})))
-}
-
-fn reply(mode: ReplyMode, body: &Value) -> HttpResponse {
-    match mode {
-        ReplyMode::Json => HttpResponse::Ok()
+/// JSON when the client accepts it (or said nothing), else a one-event SSE stream.
+fn reply(accepts: Accepts, body: &Value) -> HttpResponse {
+    if accepts.json {
+        return HttpResponse::Ok()
             .content_type("application/json")
-            .body(body.to_string()),
-        ReplyMode::Sse => HttpResponse::Ok()
-            .content_type("text/event-stream")
-            .insert_header((header::CACHE_CONTROL, "no-cache"))
-            .insert_header(("X-Accel-Buffering", "no"))
-            .body(sse::encode_event(&body.to_string(), None)),
+            .body(body.to_string());
     }
+    HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header((header::CACHE_CONTROL, "no-cache"))
+        .insert_header(("X-Accel-Buffering", "no"))
+        .body(sse::encode_event(&body.to_string(), None))
 }
 
 /// An HTTP error status with a JSON-RPC error body.

@@ -97,7 +97,16 @@ pub fn usage_error(message: impl Into<String>) -> Value {
 }
 
 /// Dispatches a `tools/call` of one of the four tools. `None` = not one of ours.
-pub async fn call(state: &AppState, name: &str, args: Value, meta: Option<Value>) -> Option<Value> {
+///
+/// `events` receives the upstream's notifications (progress) for `mcp_call`; dropping its
+/// receiver cancels the upstream call.
+pub async fn call(
+    state: &AppState,
+    name: &str,
+    args: Value,
+    meta: Option<Value>,
+    events: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
+) -> Option<Value> {
     let args = match args {
         Value::Null => Map::new(),
         Value::Object(m) => m,
@@ -112,7 +121,7 @@ pub async fn call(state: &AppState, name: &str, args: Value, meta: Option<Value>
             let snap = snapshot(state).await;
             describe(&snap, &args)
         }
-        CALL => call_upstream(state, &args, meta).await,
+        CALL => call_upstream(state, &args, meta, events).await,
         REFRESH => refresh(state).await,
         other => {
             // A pinned upstream tool, called natively.
@@ -123,7 +132,7 @@ pub async fn call(state: &AppState, name: &str, args: Value, meta: Option<Value>
             let mut call_args = Map::new();
             call_args.insert("name".into(), Value::from(other));
             call_args.insert("arguments".into(), Value::Object(args));
-            call_upstream(state, &call_args, meta).await
+            call_upstream(state, &call_args, meta, events).await
         }
     })
 }
@@ -423,7 +432,12 @@ fn unknown_tool(snap: &Snapshot, name: &str) -> Value {
     )
 }
 
-async fn call_upstream(state: &AppState, args: &Map<String, Value>, meta: Option<Value>) -> Value {
+async fn call_upstream(
+    state: &AppState,
+    args: &Map<String, Value>,
+    meta: Option<Value>,
+    events: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
+) -> Value {
     let name = match args.get("name") {
         Some(Value::String(n)) if !n.trim().is_empty() => n.trim().to_string(),
         _ => return usage_error("missing required argument `name` (the exact tool name from mcp_search)"),
@@ -466,8 +480,9 @@ async fn call_upstream(state: &AppState, args: &Map<String, Value>, meta: Option
         .send(CallTool {
             name: tool.tool.name.clone(),
             arguments,
-            meta,
-            notifications: None,
+            input_schema: tool.tool.input_schema.clone(),
+            meta: proxy_actors::mcp::modern::passthrough_meta(meta.as_ref()),
+            notifications: events,
         })
         .await
         .unwrap_or(Err(UpstreamError::Unavailable));

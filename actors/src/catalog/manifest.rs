@@ -29,6 +29,13 @@ pub struct ManifestUpstream {
     pub listed_at_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
+    /// The era the upstream spoke (a hint that spares the discovery probe at the next start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub era: Option<crate::upstream::Era>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
     /// Schema hash per tool name (the change journal compares against these).
     #[serde(default)]
     pub hashes: std::collections::BTreeMap<String, String>,
@@ -49,6 +56,9 @@ impl Manifest {
                     url: u.url.clone(),
                     listed_at_ms: u.listed_at_ms,
                     instructions: u.instructions.clone(),
+                    era: u.era,
+                    protocol_version: u.protocol_version.clone(),
+                    ttl_ms: u.ttl_ms,
                     hashes: u
                         .tools
                         .iter()
@@ -58,6 +68,11 @@ impl Manifest {
                 })
                 .collect(),
         }
+    }
+
+    /// The era recorded for the upstream at `url`, if any.
+    pub fn era_of(&self, url: &str) -> Option<crate::upstream::Era> {
+        self.upstreams.iter().find(|u| u.url == url).and_then(|u| u.era)
     }
 
     /// Upstream states for the configured upstreams, matched by URL (then by label); entries
@@ -81,6 +96,9 @@ impl Manifest {
                             listed_at_ms: e.listed_at_ms,
                             last_error: None,
                             instructions: e.instructions,
+                            era: e.era,
+                            protocol_version: e.protocol_version,
+                            ttl_ms: e.ttl_ms,
                         }
                     }
                     None => UpstreamState {

@@ -185,42 +185,38 @@ pub struct CatalogActor {
     retry_timer: Option<SpawnHandle>,
 }
 
+/// The shortest background refresh period an upstream's `ttlMs` can ask for.
+const MIN_TTL: Duration = Duration::from_secs(30);
+
 /// First and last delay of the retry for upstreams that never answered.
 const RETRY_FIRST: Duration = Duration::from_secs(1);
 const RETRY_MAX: Duration = Duration::from_secs(60);
 
 impl CatalogActor {
     /// Creates the actor, loading the manifest (if any) so the catalog is served at once.
+    /// Creates the actor, loading the manifest (if configured) so the catalog is served at once.
     pub fn new(cfg: CatalogConfig, upstreams: Vec<UpstreamHandle>) -> CatalogActor {
+        let manifest = cfg.manifest_path.as_deref().and_then(load_manifest_logged);
+        CatalogActor::with_manifest(cfg, upstreams, manifest)
+    }
+
+    /// Creates the actor from an already loaded manifest.
+    pub fn with_manifest(
+        cfg: CatalogConfig,
+        upstreams: Vec<UpstreamHandle>,
+        manifest: Option<manifest::Manifest>,
+    ) -> CatalogActor {
         let configured: Vec<(String, String)> = upstreams.iter().map(|u| (u.label.clone(), u.url.clone())).collect();
-        let empty = || {
-            configured
+        let states = match manifest {
+            Some(m) => m.into_states(&configured),
+            None => configured
                 .iter()
                 .map(|(label, url)| UpstreamState {
                     label: label.clone(),
                     url: url.clone(),
                     ..Default::default()
                 })
-                .collect::<Vec<_>>()
-        };
-        let states = match &cfg.manifest_path {
-            None => empty(),
-            Some(path) => match manifest::load(path) {
-                Ok(Some(m)) => {
-                    let states = m.into_states(&configured);
-                    let n: usize = states.iter().map(|s| s.tools.len()).sum();
-                    log::info!(path = path.display().to_string().as_str(), tools = n; "manifest loaded");
-                    states
-                }
-                Ok(None) => {
-                    log::info!(path = path.display().to_string().as_str(); "no manifest yet; the catalog starts empty");
-                    empty()
-                }
-                Err(e) => {
-                    log::warn!(error = e.as_str(); "manifest ignored; the catalog starts empty");
-                    empty()
-                }
-            },
+                .collect(),
         };
         let snapshot = Snapshot::build(states, 0, &cfg.policy);
         CatalogActor {
@@ -233,6 +229,23 @@ impl CatalogActor {
             retry_backoff: None,
             retry_timer: None,
         }
+    }
+
+    /// The background refresh period: `CATALOG_TTL_SEC`, shortened to the smallest `ttlMs` a
+    /// modern upstream asked for (never below `MIN_TTL`). `None` when background refresh is off.
+    fn effective_ttl(&self) -> Option<Duration> {
+        let ttl = self.cfg.ttl?;
+        let hinted = self
+            .snapshot
+            .upstreams
+            .iter()
+            .filter_map(|u| u.ttl_ms)
+            .min()
+            .map(Duration::from_millis);
+        Some(match hinted {
+            Some(h) => h.clamp(MIN_TTL.min(ttl), ttl),
+            None => ttl,
+        })
     }
 
     fn trigger(&mut self, reason: RefreshReason, waiter: Option<Waiter>, ctx: &mut Context<Self>) {
@@ -334,7 +347,7 @@ impl CatalogActor {
     }
 
     fn schedule_ttl(&self, ctx: &mut Context<Self>) {
-        if let Some(ttl) = self.cfg.ttl {
+        if let Some(ttl) = self.effective_ttl() {
             ctx.run_later(jitter(ttl), |act, ctx| {
                 act.trigger(RefreshReason::Ttl, None, ctx);
                 act.schedule_ttl(ctx);
@@ -435,6 +448,26 @@ impl Handler<Refresh> for CatalogActor {
     }
 }
 
+/// Reads the manifest at `path`, logging what happened; `None` if absent or unusable (the
+/// catalog then starts empty, and the file is replaced after the first good refresh).
+pub fn load_manifest_logged(path: &std::path::Path) -> Option<manifest::Manifest> {
+    match manifest::load(path) {
+        Ok(Some(m)) => {
+            let n: usize = m.upstreams.iter().map(|u| u.tools.len()).sum();
+            log::info!(path = path.display().to_string().as_str(), tools = n; "manifest loaded");
+            Some(m)
+        }
+        Ok(None) => {
+            log::info!(path = path.display().to_string().as_str(); "no manifest yet; the catalog starts empty");
+            None
+        }
+        Err(e) => {
+            log::warn!(error = e.as_str(); "manifest ignored; the catalog starts empty");
+            None
+        }
+    }
+}
+
 /// Merges a fan-out's results into a new snapshot (pure apart from the manifest write).
 fn apply_fanout(
     previous: &Snapshot,
@@ -455,6 +488,9 @@ fn apply_fanout(
                 state.instructions = listing.instructions;
                 state.listed_at_ms = Some(now);
                 state.last_error = None;
+                state.era = Some(listing.era);
+                state.protocol_version = Some(listing.protocol_version);
+                state.ttl_ms = listing.ttl_ms;
             }
             Err(e) => {
                 let age = state.listed_at_ms.map(|t| now.saturating_sub(t) / 1000);

@@ -27,6 +27,11 @@ pub struct UpstreamState {
     pub last_error: Option<String>,
     /// The upstream's initialize `instructions`.
     pub instructions: Option<String>,
+    /// The protocol era it spoke at its last listing.
+    pub era: Option<crate::upstream::Era>,
+    pub protocol_version: Option<String>,
+    /// A modern upstream's `ttlMs` hint for its tool list.
+    pub ttl_ms: Option<u64>,
 }
 
 /// A tool name offered by more than one upstream: the first in configuration order wins.

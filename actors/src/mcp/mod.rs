@@ -2,6 +2,7 @@
 //! No actix imports: unit-tested without a runtime.
 
 pub mod jsonrpc;
+pub mod modern;
 pub mod sse;
 pub mod types;
 pub mod version;

@@ -20,13 +20,18 @@ pub enum UpstreamError {
     TooLarge { limit: usize },
     /// The proxy's own actor for this upstream is gone (shutting down).
     Unavailable,
+    /// The client went away; the upstream call was abandoned and cancelled.
+    Cancelled,
 }
 
 impl UpstreamError {
     /// Whether the same request may succeed if simply tried again later.
     pub fn retryable(&self) -> bool {
         match self {
-            UpstreamError::Timeout { .. } | UpstreamError::Connect(_) | UpstreamError::Unavailable => true,
+            UpstreamError::Timeout { .. }
+            | UpstreamError::Connect(_)
+            | UpstreamError::Unavailable
+            | UpstreamError::Cancelled => true,
             UpstreamError::Http { status, .. } => *status >= 500 || *status == 429 || *status == 408,
             UpstreamError::Rpc(_) | UpstreamError::InvalidReply(_) | UpstreamError::TooLarge { .. } => false,
         }
@@ -58,6 +63,18 @@ impl UpstreamError {
                 "ask for less data (filters, paging, smaller ranges); retrying unchanged will fail again"
             }
             UpstreamError::Unavailable => "the proxy is shutting down; retry against a running instance",
+            UpstreamError::Cancelled => "the call was cancelled because the client went away",
+        }
+    }
+}
+
+impl UpstreamError {
+    /// Whether a refusal of `initialize` may mean the upstream now speaks the other era.
+    pub fn may_mean_other_era(&self) -> bool {
+        match self {
+            UpstreamError::Http { status, .. } => matches!(status, 400 | 404 | 405),
+            UpstreamError::Rpc(e) => matches!(e.code, -32022 | -32601),
+            _ => false,
         }
     }
 }
@@ -73,6 +90,7 @@ impl std::fmt::Display for UpstreamError {
             UpstreamError::InvalidReply(e) => write!(f, "invalid reply: {e}"),
             UpstreamError::TooLarge { limit } => write!(f, "reply larger than the {limit}-byte cap"),
             UpstreamError::Unavailable => write!(f, "upstream actor unavailable"),
+            UpstreamError::Cancelled => write!(f, "cancelled"),
         }
     }
 }

@@ -1,23 +1,35 @@
-//! `UpstreamActor`: one per configured upstream MCP server.
+//! `UpstreamActor`: one per configured upstream MCP server, speaking either protocol era.
 //!
 //! The actor owns everything that is per-upstream state: the awc client (created on the
-//! actor's own arbiter thread, never shared across threads), the bearer token, the timeout and
-//! the legacy session (`Mcp-Session-Id`, negotiated protocol version). Requests run
+//! actor's own arbiter thread, never shared across threads), the bearer token, the timeout,
+//! the protocol era and the legacy session (`Mcp-Session-Id`, negotiated version). Requests run
 //! concurrently: each message handler returns a future on the actor's thread, so a slow
 //! `tools/call` never blocks a `tools/list` or another call.
 //!
-//! Session state machine (single-flight; `generation` counts initializations):
+//! # Era and session state machine (single-flight; `generation` counts (re)initializations)
 //!
 //! ```text
-//!  Unready ──first request──► Initializing ──ok──► Ready{session?, version}
-//!     ▲                             │ error: the request fails, state stays Unready
-//!     │                             ▼
-//!     └──────── reset(gen) ◄── a request that carried the session got 404/400/"session expired"
-//!               (only if nobody else reset since `gen`; then the request is retried once)
+//!  Unready ──first request──► probe: POST server/discover (2026-07-28 _meta + headers)
+//!     ▲                          │ result listing 2026-07-28, or a modern 400 (-32020/-32021/-32602)
+//!     │                          ├──────────────► Ready{Modern}: every request stamped, no session
+//!     │                          │ anything else (400/404/405 non-modern error, -32601, -32022)
+//!     │                          └──────────────► initialize + notifications/initialized
+//!     │                                               └──► Ready{Legacy, session?, version}
+//!     └── reset(gen) ◄── Legacy: a request that carried the session got 404/400/"session expired"
+//!                    ◄── Modern: a request got a non-modern refusal (the upstream changed era)
+//!         (only if nobody else reset since `gen`; then the request is retried once)
 //! ```
+//! The era found is reported with each listing, stored in the manifest, and given back as a
+//! hint at the next start (a legacy hint skips the probe). A legacy upstream whose
+//! `initialize` reply carries no `Mcp-Session-Id` is stateless: no session header is ever
+//! sent and a 400 is an ordinary error, never a reset.
 //!
-//! An upstream whose `initialize` reply carries no `Mcp-Session-Id` is stateless: no session
-//! header is ever sent and a 400 is an ordinary error, never a reset.
+//! # Calls: progress, timeouts, cancellation
+//! `notifications/progress` arriving on a call's SSE stream are forwarded to the caller as they
+//! come, and each one extends the call's timeout (by one upstream timeout, up to four times
+//! the timeout in all). If the caller's receiver is dropped (its client went away), the call is
+//! abandoned: the upstream stream is closed (the modern era's cancellation) and a legacy
+//! upstream is also sent `notifications/cancelled` for the request.
 
 pub mod error;
 pub mod transport;
@@ -28,14 +40,34 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use bytes::Bytes;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
 
 pub use error::UpstreamError;
 use transport::{NotificationSink, RequestHeaders};
 
 use crate::mcp::jsonrpc::{self, RequestId, RpcError};
 use crate::mcp::types::Tool;
-use crate::mcp::version;
+use crate::mcp::{modern, version};
+
+/// The protocol era an upstream speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Era {
+    /// 2025-era handshake (`initialize`), possibly with a sticky session.
+    Legacy,
+    /// 2026-07-28: stateless, every request self-describing.
+    Modern,
+}
+
+impl Era {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Era::Legacy => "legacy",
+            Era::Modern => "modern",
+        }
+    }
+}
 
 /// Static description of one upstream, from configuration.
 #[derive(Debug, Clone)]
@@ -45,18 +77,25 @@ pub struct UpstreamSpec {
     pub url: String,
     /// Bearer token; never logged.
     pub token: Option<String>,
-    /// Hard limit for one request, including initialization and reading the reply.
+    /// Limit for one request (initialization and reading the reply included); progress
+    /// notifications extend it up to four times.
     pub timeout: Duration,
     /// Replies larger than this are refused instead of buffered.
     pub max_response_bytes: usize,
+    /// The era found last time (from the manifest); `Legacy` skips the discovery probe.
+    pub era_hint: Option<Era>,
 }
 
 /// Result of listing an upstream's tools.
 #[derive(Debug, Clone)]
 pub struct Listing {
     pub tools: Vec<Tool>,
-    /// The upstream's `instructions` from its initialize result, if any.
+    /// The upstream's `instructions` (from `initialize` or `server/discover`), if any.
     pub instructions: Option<String>,
+    pub era: Era,
+    pub protocol_version: String,
+    /// Modern upstreams: the smallest positive `ttlMs` of the listing's pages.
+    pub ttl_ms: Option<u64>,
 }
 
 /// `tools/list`, all pages.
@@ -70,9 +109,12 @@ pub struct ListTools;
 pub struct CallTool {
     pub name: String,
     pub arguments: Value,
-    /// Client `_meta` to pass through (e.g. `progressToken`).
-    pub meta: Option<Value>,
-    /// Where `notifications/*` that precede the result are forwarded (progress relaying).
+    /// The tool's input schema (modern era: which arguments are mirrored into `Mcp-Param-*`).
+    pub input_schema: Value,
+    /// Client `_meta` to pass on (e.g. `progressToken`), reserved keys already removed.
+    pub meta: Map<String, Value>,
+    /// Where `notifications/*` that precede the result are forwarded. Dropping the receiver
+    /// cancels the call.
     pub notifications: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
 }
 
@@ -81,6 +123,7 @@ pub struct CallTool {
 pub struct UpstreamStatus {
     pub label: String,
     pub initialized: bool,
+    pub era: Option<Era>,
     pub has_session: bool,
     pub protocol_version: Option<String>,
     pub generation: u64,
@@ -95,34 +138,6 @@ pub struct GetStatus;
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct EndSession;
-
-impl Handler<EndSession> for UpstreamActor {
-    type Result = ResponseFuture<()>;
-
-    fn handle(&mut self, _: EndSession, _: &mut Self::Context) -> Self::Result {
-        let conn = self.conn.clone();
-        Box::pin(async move {
-            let (sid, version) = {
-                let mut s = conn.session.borrow_mut();
-                s.ready = false;
-                (s.session_id.take(), s.protocol_version.clone())
-            };
-            let Some(sid) = sid else { return };
-            let mut req = conn
-                .client
-                .delete(&conn.spec.url)
-                .insert_header(("Mcp-Session-Id", sid));
-            if let Some(t) = &conn.spec.token {
-                req = req.insert_header(("Authorization", format!("Bearer {t}")));
-            }
-            if !version.is_empty() {
-                req = req.insert_header(("MCP-Protocol-Version", version));
-            }
-            let _ = tokio::time::timeout(Duration::from_secs(2), req.send()).await;
-            log::debug!(upstream = conn.spec.label.as_str(); "upstream session ended");
-        })
-    }
-}
 
 /// The actor. All state lives in `conn`, shared with the request futures on this thread.
 pub struct UpstreamActor {
@@ -182,7 +197,7 @@ impl Handler<CallTool> for UpstreamActor {
         Box::pin(async move {
             let started = Instant::now();
             let tool = msg.name.clone();
-            let out = conn.with_timeout(conn.call_tool(msg)).await;
+            let out = conn.call_tool(msg).await;
             let ms = started.elapsed().as_millis() as u64;
             match &out {
                 Ok(_) => {
@@ -205,6 +220,7 @@ impl Handler<GetStatus> for UpstreamActor {
         MessageResult(UpstreamStatus {
             label: self.conn.spec.label.clone(),
             initialized: s.ready,
+            era: s.era,
             has_session: s.session_id.is_some(),
             protocol_version: s.ready.then(|| s.protocol_version.clone()),
             generation: s.generation,
@@ -212,9 +228,41 @@ impl Handler<GetStatus> for UpstreamActor {
     }
 }
 
-/// Legacy session state.
+impl Handler<EndSession> for UpstreamActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: EndSession, _: &mut Self::Context) -> Self::Result {
+        let conn = self.conn.clone();
+        Box::pin(async move {
+            let (sid, version) = {
+                let mut s = conn.session.borrow_mut();
+                if s.session_id.is_some() {
+                    s.ready = false;
+                }
+                (s.session_id.take(), s.protocol_version.clone())
+            };
+            let Some(sid) = sid else { return };
+            let mut req = conn
+                .client
+                .delete(&conn.spec.url)
+                .insert_header(("Mcp-Session-Id", sid));
+            if let Some(t) = &conn.spec.token {
+                req = req.insert_header(("Authorization", format!("Bearer {t}")));
+            }
+            if !version.is_empty() {
+                req = req.insert_header(("MCP-Protocol-Version", version));
+            }
+            let _ = tokio::time::timeout(Duration::from_secs(2), req.send()).await;
+            log::debug!(upstream = conn.spec.label.as_str(); "upstream session ended");
+        })
+    }
+}
+
+/// Era and session state.
 #[derive(Debug, Default)]
 struct Session {
+    /// Known era (from a probe, or the manifest's hint before the first probe).
+    era: Option<Era>,
     ready: bool,
     session_id: Option<String>,
     protocol_version: String,
@@ -225,8 +273,10 @@ struct Session {
 /// How one attempt ended, before the retry decision.
 enum Attempt {
     Done(Result<Value, UpstreamError>),
-    /// The request carried a session the upstream no longer knows.
+    /// Legacy: the request carried a session the upstream no longer knows.
     SessionLost,
+    /// Modern: the upstream refused in a way that says it no longer speaks this era.
+    EraChanged,
 }
 
 /// Per-upstream connection state, shared by the actor and its in-flight request futures
@@ -240,18 +290,45 @@ struct Connection {
     next_id: Cell<i64>,
 }
 
+/// What a request needs besides method and params.
+#[derive(Default, Clone, Copy)]
+struct RequestOptions<'a> {
+    /// `Mcp-Name` (tools/call).
+    name: Option<&'a str>,
+    /// Tool input schema, for `Mcp-Param-*` (modern) headers.
+    input_schema: Option<&'a Value>,
+    /// Caller's `_meta` to include.
+    meta: Option<&'a Map<String, Value>>,
+    /// Receives notifications that precede the response.
+    sink: NotificationSink<'a>,
+    /// Records the id of the attempt in flight (for `notifications/cancelled`).
+    current_id: Option<&'a Cell<Option<i64>>>,
+}
+
 const CLIENT_NAME: &str = "mcp-search-proxy";
 const MAX_PAGES: usize = 1000;
+/// Progress can stretch a call to at most this many upstream timeouts.
+const PROGRESS_TIMEOUT_FACTOR: u32 = 4;
 
 impl Connection {
     fn new(spec: UpstreamSpec) -> Self {
         let connect_timeout = spec.timeout.min(Duration::from_secs(10));
+        let session = Session {
+            era: spec.era_hint,
+            ..Default::default()
+        };
         Connection {
             client: transport::build_client(connect_timeout),
             spec,
-            session: RefCell::new(Session::default()),
+            session: RefCell::new(session),
             init_lock: tokio::sync::Mutex::new(()),
             next_id: Cell::new(1),
+        }
+    }
+
+    fn timeout_error(&self) -> UpstreamError {
+        UpstreamError::Timeout {
+            secs: self.spec.timeout.as_secs().max(1),
         }
     }
 
@@ -260,44 +337,46 @@ impl Connection {
         fut: impl std::future::Future<Output = Result<T, UpstreamError>>,
     ) -> Result<T, UpstreamError> {
         match tokio::time::timeout(self.spec.timeout, fut).await {
+            Ok(Err(UpstreamError::Timeout { secs: 0 })) | Err(_) => Err(self.timeout_error()),
             Ok(r) => r,
-            Err(_) => Err(UpstreamError::Timeout {
-                secs: self.spec.timeout.as_secs().max(1),
-            }),
         }
-        .map_err(|e| match e {
-            // awc's own timeout carries no duration; report the configured one.
-            UpstreamError::Timeout { secs: 0 } => UpstreamError::Timeout {
-                secs: self.spec.timeout.as_secs().max(1),
-            },
-            other => other,
-        })
     }
 
-    fn fresh_id(&self) -> RequestId {
+    fn fresh_id(&self) -> i64 {
         let id = self.next_id.get();
         self.next_id.set(id.wrapping_add(1));
-        RequestId::Num(id)
+        id
     }
 
     async fn list_tools(&self) -> Result<Listing, UpstreamError> {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         let mut seen_cursors = std::collections::HashSet::new();
+        let mut ttl_ms: Option<u64> = None;
         for _ in 0..MAX_PAGES {
             let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-            let result = self.request("tools/list", params, None).await?;
+            let result = self.request("tools/list", params, RequestOptions::default()).await?;
             let page = result
                 .get("tools")
                 .and_then(Value::as_array)
                 .ok_or_else(|| UpstreamError::InvalidReply("tools/list result has no tools array".into()))?;
+            let modern_era = self.session.borrow().era == Some(Era::Modern);
             for t in page {
                 match serde_json::from_value::<Tool>(t.clone()) {
-                    Ok(tool) if !tool.name.is_empty() => tools.push(tool),
-                    _ => {
-                        log::warn!(upstream = self.spec.label.as_str(); "upstream tool definition skipped: not a valid tool")
+                    Ok(tool) if tool.name.is_empty() => {
+                        log::warn!(upstream = self.spec.label.as_str(); "upstream tool skipped: empty name")
+                    }
+                    Ok(tool) if modern_era && !modern::x_mcp_headers_valid(&tool.input_schema) => {
+                        log::warn!(upstream = self.spec.label.as_str(), tool = tool.name.as_str(); "upstream tool skipped: invalid x-mcp-header annotations")
+                    }
+                    Ok(tool) => tools.push(tool),
+                    Err(_) => {
+                        log::warn!(upstream = self.spec.label.as_str(); "upstream tool skipped: not a valid tool definition")
                     }
                 }
+            }
+            if let Some(t) = result.get("ttlMs").and_then(Value::as_u64).filter(|t| *t > 0) {
+                ttl_ms = Some(ttl_ms.map_or(t, |m| m.min(t)));
             }
             match result.get("nextCursor").and_then(Value::as_str) {
                 Some(next) => {
@@ -309,8 +388,14 @@ impl Connection {
                     cursor = Some(next.to_string());
                 }
                 None => {
-                    let instructions = self.session.borrow().instructions.clone();
-                    return Ok(Listing { tools, instructions });
+                    let s = self.session.borrow();
+                    return Ok(Listing {
+                        tools,
+                        instructions: s.instructions.clone(),
+                        era: s.era.unwrap_or(Era::Legacy),
+                        protocol_version: s.protocol_version.clone(),
+                        ttl_ms,
+                    });
                 }
             }
         }
@@ -320,40 +405,125 @@ impl Connection {
     }
 
     async fn call_tool(&self, msg: CallTool) -> Result<Value, UpstreamError> {
-        let mut params = json!({ "name": msg.name, "arguments": msg.arguments });
-        if let Some(meta) = msg.meta {
-            params["_meta"] = meta;
-        }
-        let forward = msg.notifications.map(|tx| {
-            move |v: Value| {
+        let params = json!({ "name": msg.name, "arguments": msg.arguments });
+        let last_activity = Cell::new(Instant::now());
+        let current_id: Cell<Option<i64>> = Cell::new(None);
+        let forward = |v: Value| {
+            if v.get("method").and_then(Value::as_str) == Some("notifications/progress") {
+                last_activity.set(Instant::now());
+            }
+            if let Some(tx) = &msg.notifications {
                 let _ = tx.send(v);
             }
-        });
-        let sink: NotificationSink<'_> = forward.as_ref().map(|f| f as &dyn Fn(Value));
-        let result = self.request("tools/call", Some(params), sink).await?;
+        };
+        let opts = RequestOptions {
+            name: Some(&msg.name),
+            input_schema: Some(&msg.input_schema),
+            meta: Some(&msg.meta),
+            sink: Some(&forward),
+            current_id: Some(&current_id),
+        };
+        let call = self.request("tools/call", Some(params), opts);
+        let cancelled = async {
+            match &msg.notifications {
+                Some(tx) => tx.closed().await,
+                None => std::future::pending().await,
+            }
+        };
+        let outcome = tokio::select! {
+            r = self.with_progress_timeout(call, &last_activity) => r,
+            _ = cancelled => {
+                self.cancel_upstream(current_id.get()).await;
+                return Err(UpstreamError::Cancelled);
+            }
+        };
+        let result = outcome?;
         if !result.is_object() {
             return Err(UpstreamError::InvalidReply("tools/call result is not an object".into()));
         }
         Ok(result)
     }
 
-    /// One request with the session rules: initialize if needed, and on a lost session reset
-    /// once and retry once.
+    /// Like `with_timeout`, but each progress notification restarts the clock, within
+    /// `PROGRESS_TIMEOUT_FACTOR` timeouts in all.
+    async fn with_progress_timeout<T>(
+        &self,
+        fut: impl std::future::Future<Output = Result<T, UpstreamError>>,
+        last_activity: &Cell<Instant>,
+    ) -> Result<T, UpstreamError> {
+        let timeout = self.spec.timeout;
+        let hard_cap = Instant::now() + timeout * PROGRESS_TIMEOUT_FACTOR;
+        tokio::pin!(fut);
+        loop {
+            let deadline = (last_activity.get() + timeout).min(hard_cap);
+            tokio::select! {
+                r = &mut fut => {
+                    return match r {
+                        Err(UpstreamError::Timeout { secs: 0 }) => Err(self.timeout_error()),
+                        other => other,
+                    };
+                }
+                _ = tokio::time::sleep_until(deadline.into()) => {
+                    let now = Instant::now();
+                    if now >= hard_cap || last_activity.get() + timeout <= now {
+                        return Err(self.timeout_error());
+                    }
+                }
+            }
+        }
+    }
+
+    /// A legacy upstream is told the request is cancelled (the modern era's cancellation is
+    /// the closed stream itself, already done by dropping the request).
+    async fn cancel_upstream(&self, id: Option<i64>) {
+        let (era, session_id, version) = {
+            let s = self.session.borrow();
+            (s.era, s.session_id.clone(), s.protocol_version.clone())
+        };
+        log::info!(upstream = self.spec.label.as_str(), era = era.map(Era::as_str).unwrap_or("unknown"); "upstream call cancelled by the client");
+        let (Some(Era::Legacy), Some(id)) = (era, id) else {
+            return;
+        };
+        let note = jsonrpc::notification(
+            "notifications/cancelled",
+            Some(json!({"requestId": id, "reason": "the client went away"})),
+        );
+        let headers = RequestHeaders {
+            bearer: self.spec.token.as_deref(),
+            session_id: session_id.as_deref(),
+            protocol_version: Some(&version),
+            ..Default::default()
+        };
+        let send = transport::post(
+            &self.client,
+            &self.spec.url,
+            &headers,
+            Bytes::from(note.to_string()),
+            None,
+            64 * 1024,
+            None,
+        );
+        let _ = tokio::time::timeout(Duration::from_secs(2), send).await;
+    }
+
+    /// One request with the era and session rules: get ready if needed; on a lost session or
+    /// a changed era reset once and retry once.
     async fn request(
         &self,
         method: &str,
         params: Option<Value>,
-        sink: NotificationSink<'_>,
+        opts: RequestOptions<'_>,
     ) -> Result<Value, UpstreamError> {
         let generation = self.ensure_ready().await?;
-        match self.attempt(method, params.clone(), sink).await {
+        match self.attempt(method, params.clone(), opts).await {
             Attempt::Done(r) => r,
-            Attempt::SessionLost => {
-                log::info!(upstream = self.spec.label.as_str(), method = method; "upstream session lost, re-initializing");
-                self.reset(generation).await?;
-                match self.attempt(method, params, sink).await {
+            lost @ (Attempt::SessionLost | Attempt::EraChanged) => {
+                let forget_era = matches!(lost, Attempt::EraChanged);
+                log::info!(upstream = self.spec.label.as_str(), method = method, reprobe = forget_era; "upstream session lost, re-initializing");
+                self.reset(generation, forget_era).await?;
+                match self.attempt(method, params, opts).await {
                     Attempt::Done(r) => r,
-                    Attempt::SessionLost => Err(UpstreamError::Http {
+                    Attempt::SessionLost | Attempt::EraChanged => Err(UpstreamError::Http {
                         status: 404,
                         detail: "the upstream rejected a freshly initialized session".into(),
                     }),
@@ -362,26 +532,68 @@ impl Connection {
         }
     }
 
-    async fn attempt(&self, method: &str, params: Option<Value>, sink: NotificationSink<'_>) -> Attempt {
+    async fn attempt(&self, method: &str, params: Option<Value>, opts: RequestOptions<'_>) -> Attempt {
         let id = self.fresh_id();
-        let body = jsonrpc::request(&id, method, params);
-        let (session_id, version) = {
+        if let Some(c) = opts.current_id {
+            c.set(Some(id));
+        }
+        let rid = RequestId::Num(id);
+        let (era, session_id, version) = {
             let s = self.session.borrow();
-            (s.session_id.clone(), s.protocol_version.clone())
+            (
+                s.era.unwrap_or(Era::Legacy),
+                s.session_id.clone(),
+                s.protocol_version.clone(),
+            )
         };
-        let headers = RequestHeaders {
-            bearer: self.spec.token.as_deref(),
-            session_id: session_id.as_deref(),
-            protocol_version: Some(&version),
+        let mut params = params;
+        let encoded_name;
+        let param_headers;
+        let headers = match era {
+            Era::Legacy => {
+                if let (Some(meta), Some(Value::Object(p))) = (opts.meta, params.as_mut()) {
+                    if !meta.is_empty() {
+                        p.insert("_meta".into(), Value::Object(meta.clone()));
+                    }
+                }
+                RequestHeaders {
+                    bearer: self.spec.token.as_deref(),
+                    session_id: session_id.as_deref(),
+                    protocol_version: Some(&version),
+                    ..Default::default()
+                }
+            }
+            Era::Modern => {
+                let mut meta = opts.meta.cloned().unwrap_or_default();
+                meta.extend(modern::request_meta(CLIENT_NAME, env!("CARGO_PKG_VERSION")));
+                let p = params.get_or_insert_with(|| json!({}));
+                if let Value::Object(p) = p {
+                    p.insert("_meta".into(), Value::Object(meta));
+                }
+                encoded_name = opts.name.map(modern::encode_header_value);
+                param_headers = match (opts.input_schema, params.as_ref().and_then(|p| p.get("arguments"))) {
+                    (Some(schema), Some(args)) => modern::param_headers(schema, args),
+                    _ => Vec::new(),
+                };
+                RequestHeaders {
+                    bearer: self.spec.token.as_deref(),
+                    session_id: None,
+                    protocol_version: Some(modern::LATEST_MODERN),
+                    method: Some(method),
+                    name: encoded_name.as_deref(),
+                    params: &param_headers,
+                }
+            }
         };
+        let body = jsonrpc::request(&rid, method, params);
         let reply = match transport::post(
             &self.client,
             &self.spec.url,
             &headers,
             Bytes::from(body.to_string()),
-            Some(&id),
+            Some(&rid),
             self.spec.max_response_bytes,
-            sink,
+            opts.sink,
         )
         .await
         {
@@ -389,13 +601,16 @@ impl Connection {
             Err(e) => return Attempt::Done(Err(e)),
         };
         let rpc_error = reply.message.as_ref().and_then(transport::rpc_error_of);
-        if session_id.is_some() && session_lost(reply.status, rpc_error.as_ref()) {
-            return Attempt::SessionLost;
+        match era {
+            Era::Legacy if session_id.is_some() && session_lost(reply.status, rpc_error.as_ref()) => {
+                Attempt::SessionLost
+            }
+            Era::Modern if modern_refusal_means_other_era(reply.status, rpc_error.as_ref()) => Attempt::EraChanged,
+            _ => Attempt::Done(interpret(reply, rpc_error)),
         }
-        Attempt::Done(interpret(reply, rpc_error))
     }
 
-    /// Initializes unless ready; returns the generation the caller works with.
+    /// Gets ready unless ready; returns the generation the caller works with.
     async fn ensure_ready(&self) -> Result<u64, UpstreamError> {
         {
             let s = self.session.borrow();
@@ -410,12 +625,12 @@ impl Connection {
                 return Ok(s.generation);
             }
         }
-        self.initialize().await
+        self.connect().await
     }
 
-    /// Drops the session seen at `generation` and initializes anew, unless another request
-    /// already did so since.
-    async fn reset(&self, generation: u64) -> Result<u64, UpstreamError> {
+    /// Drops the state seen at `generation` (and, if asked, the era) and connects anew,
+    /// unless another request already did so since.
+    async fn reset(&self, generation: u64, forget_era: bool) -> Result<u64, UpstreamError> {
         let _guard = self.init_lock.lock().await;
         {
             let mut s = self.session.borrow_mut();
@@ -424,12 +639,95 @@ impl Connection {
             }
             s.ready = false;
             s.session_id = None;
+            if forget_era {
+                s.era = None;
+            }
         }
-        self.initialize().await
+        self.connect().await
+    }
+
+    /// Probes the era when unknown (a legacy hint skips the probe), then initializes.
+    async fn connect(&self) -> Result<u64, UpstreamError> {
+        let known = self.session.borrow().era;
+        let era = match known {
+            Some(Era::Legacy) => Era::Legacy,
+            _ => self.probe().await?,
+        };
+        if era == Era::Legacy {
+            match self.initialize().await {
+                Ok(g) => return Ok(g),
+                // A legacy hint from the manifest may be stale: a refusal of `initialize`
+                // can mean the upstream moved to the modern era; probe and try again.
+                Err(e) if known == Some(Era::Legacy) && e.may_mean_other_era() => {
+                    self.session.borrow_mut().era = None;
+                    if self.probe().await? == Era::Legacy {
+                        return self.initialize().await;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let mut s = self.session.borrow_mut();
+        s.generation += 1;
+        s.ready = true;
+        s.session_id = None;
+        s.protocol_version = modern::LATEST_MODERN.to_string();
+        log::info!(upstream = self.spec.label.as_str(), era = "modern", protocol = modern::LATEST_MODERN, generation = s.generation; "upstream initialized");
+        Ok(s.generation)
+    }
+
+    /// `server/discover` with the modern envelope: which era does the upstream speak?
+    async fn probe(&self) -> Result<Era, UpstreamError> {
+        let id = RequestId::Num(self.fresh_id());
+        let params = json!({ "_meta": modern::request_meta(CLIENT_NAME, env!("CARGO_PKG_VERSION")) });
+        let body = jsonrpc::request(&id, "server/discover", Some(params));
+        let headers = RequestHeaders {
+            bearer: self.spec.token.as_deref(),
+            protocol_version: Some(modern::LATEST_MODERN),
+            method: Some("server/discover"),
+            ..Default::default()
+        };
+        let reply = transport::post(
+            &self.client,
+            &self.spec.url,
+            &headers,
+            Bytes::from(body.to_string()),
+            Some(&id),
+            self.spec.max_response_bytes,
+            None,
+        )
+        .await;
+        let reply = match reply {
+            Ok(r) => r,
+            // A 2xx reply that is not valid MCP (e.g. an SSE stream without an answer) is a
+            // legacy server that does not know the method; transport errors propagate.
+            Err(UpstreamError::InvalidReply(_)) => return Ok(self.found(Era::Legacy, None)),
+            Err(e) => return Err(e),
+        };
+        let rpc_error = reply.message.as_ref().and_then(transport::rpc_error_of);
+        let era = classify_probe(reply.status, reply.message.as_ref(), rpc_error.as_ref())?;
+        let instructions = reply
+            .message
+            .as_ref()
+            .and_then(|m| m.get("result"))
+            .and_then(|r| r.get("instructions"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        Ok(self.found(era, instructions))
+    }
+
+    fn found(&self, era: Era, instructions: Option<String>) -> Era {
+        let mut s = self.session.borrow_mut();
+        s.era = Some(era);
+        if era == Era::Modern {
+            s.instructions = instructions;
+        }
+        log::debug!(upstream = self.spec.label.as_str(), era = era.as_str(); "upstream era probed");
+        era
     }
 
     async fn initialize(&self) -> Result<u64, UpstreamError> {
-        let id = self.fresh_id();
+        let id = RequestId::Num(self.fresh_id());
         let params = json!({
             "protocolVersion": version::LATEST_LEGACY,
             "capabilities": {},
@@ -478,6 +776,7 @@ impl Connection {
             bearer: self.spec.token.as_deref(),
             session_id: session_id.as_deref(),
             protocol_version: Some(&negotiated),
+            ..Default::default()
         };
         let ack = transport::post(
             &self.client,
@@ -497,6 +796,7 @@ impl Connection {
         }
 
         let mut s = self.session.borrow_mut();
+        s.era = Some(Era::Legacy);
         s.generation += 1;
         s.ready = true;
         s.session_id = session_id;
@@ -504,12 +804,57 @@ impl Connection {
         s.instructions = instructions;
         log::info!(
             upstream = self.spec.label.as_str(),
+            era = "legacy",
             protocol = s.protocol_version.as_str(),
             session = if s.session_id.is_some() { "sticky" } else { "stateless" },
             generation = s.generation;
             "upstream initialized"
         );
         Ok(s.generation)
+    }
+}
+
+/// Reads the answer to the discovery probe. Modern: a result listing 2026-07-28, or a 400
+/// carrying one of the modern envelope errors. Legacy: any other refusal. Errors: auth
+/// failures and server errors (the era cannot be known yet).
+fn classify_probe(status: u16, message: Option<&Value>, error: Option<&RpcError>) -> Result<Era, UpstreamError> {
+    if status == 401 || status == 403 || status >= 500 {
+        let detail = error.map(|e| e.message.clone()).unwrap_or_default();
+        return Err(UpstreamError::Http { status, detail });
+    }
+    if (200..300).contains(&status) {
+        let result = message.and_then(|m| m.get("result"));
+        let modern_listed = result
+            .and_then(|r| r.get("supportedVersions"))
+            .and_then(Value::as_array)
+            .is_some_and(|vs| vs.iter().filter_map(Value::as_str).any(modern::is_modern));
+        return Ok(if modern_listed { Era::Modern } else { Era::Legacy });
+    }
+    let modern_envelope_error = error.is_some_and(|e| {
+        matches!(e.code, modern::HEADER_MISMATCH | modern::MISSING_CLIENT_CAPABILITY)
+            || (e.code == jsonrpc::INVALID_PARAMS && status == 400)
+    });
+    Ok(if status == 400 && modern_envelope_error {
+        Era::Modern
+    } else {
+        Era::Legacy
+    })
+}
+
+/// Whether a modern request's refusal says the upstream does not (or no longer) speak the
+/// modern era: a 400 that is not a modern envelope error, a 404/405 without a JSON-RPC
+/// "method not found", or -32022 (our version is not supported).
+fn modern_refusal_means_other_era(status: u16, error: Option<&RpcError>) -> bool {
+    match (status, error) {
+        (_, Some(e)) if e.code == modern::UNSUPPORTED_VERSION => true,
+        (400, Some(e)) => !matches!(
+            e.code,
+            modern::HEADER_MISMATCH | modern::MISSING_CLIENT_CAPABILITY | jsonrpc::INVALID_PARAMS
+        ),
+        (400, None) => true,
+        (404, Some(e)) => e.code != jsonrpc::METHOD_NOT_FOUND,
+        (404, None) | (405, _) => true,
+        _ => false,
     }
 }
 

@@ -20,6 +20,12 @@ pub struct RequestHeaders<'a> {
     pub bearer: Option<&'a str>,
     pub session_id: Option<&'a str>,
     pub protocol_version: Option<&'a str>,
+    /// Modern era: `Mcp-Method`.
+    pub method: Option<&'a str>,
+    /// Modern era: `Mcp-Name` (already encoded).
+    pub name: Option<&'a str>,
+    /// Modern era: `Mcp-Param-*` headers (already encoded).
+    pub params: &'a [(String, String)],
 }
 
 /// The parts of an upstream reply the session layer needs.
@@ -63,6 +69,15 @@ pub async fn post(
     }
     if let Some(v) = headers.protocol_version {
         req = req.insert_header(("MCP-Protocol-Version", v));
+    }
+    if let Some(m) = headers.method {
+        req = req.insert_header(("Mcp-Method", m));
+    }
+    if let Some(n) = headers.name {
+        req = req.insert_header(("Mcp-Name", n));
+    }
+    for (k, v) in headers.params {
+        req = req.insert_header((k.as_str(), v.as_str()));
     }
     let mut resp = req.send_body(body).await.map_err(send_error)?;
     let status = resp.status().as_u16();
