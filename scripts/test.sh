@@ -26,6 +26,9 @@ trap on_exit EXIT
 section "Test peers (scripts/install-test-peers.sh)"
 "$ROOT/scripts/install-test-peers.sh"
 
+section "Conformance suite (scripts/install-conformance.sh)"
+"$ROOT/scripts/install-conformance.sh"
+
 section "cargo test --workspace${*:+ $*}"
 export REQUIRE_PEERS=1
 cargo --version

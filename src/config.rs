@@ -294,7 +294,10 @@ fn split_list(s: &str) -> impl Iterator<Item = &str> {
 /// `label=http://…` names an upstream explicitly; a plain URL gets a derived label.
 fn split_label(s: &str) -> (Option<String>, &str) {
     if let Some((label, rest)) = s.split_once('=') {
-        let label_ok = !label.is_empty() && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+        let label_ok = !label.is_empty()
+            && label
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
         if label_ok && (rest.starts_with("http://") || rest.starts_with("https://")) {
             return (Some(label.to_string()), rest.trim());
         }
@@ -366,10 +369,11 @@ mod tests {
     fn upstreams_split_on_the_first_pipe_and_get_labels() {
         let c = cfg(&[(
             UPSTREAMS,
-            "http://litellm:4000/mcp|sk-a|b, browser=http://127.0.0.1:8931/mcp,http://10.0.0.1/mcp",
+            "http://litellm:4000/mcp|sk-a|b, browser=http://127.0.0.1:8931/mcp,http://10.0.0.1/mcp,py-sse=http://h/mcp",
         )])
         .unwrap();
-        assert_eq!(c.upstreams.len(), 3);
+        assert_eq!(c.upstreams.len(), 4);
+        assert_eq!(c.upstreams[3].label, "py-sse");
         assert_eq!(c.upstreams[0].label, "litellm");
         assert_eq!(c.upstreams[0].token.as_deref(), Some("sk-a|b"));
         assert_eq!(c.upstreams[1].label, "browser");

@@ -10,7 +10,9 @@
 //! Repairs (applied before validation, reported back to the caller):
 //! - a string where the schema wants `integer`, `number` or `boolean` is converted when it
 //!   parses exactly (`"5"` → 5, `"2.5"` → 2.5, `"true"` → true), recursively through
-//!   `properties` and `items`.
+//!   `properties` and `items`;
+//! - `null` for an optional property whose schema does not allow null means "not given": the
+//!   property is dropped (models often write out every parameter, null for the unused ones).
 
 use std::sync::{Arc, OnceLock};
 
@@ -80,16 +82,27 @@ fn coerce_at(schema: &Value, value: Value, path: &str, notes: &mut Vec<String>, 
             let Some(props) = props else {
                 return Value::Object(m);
             };
-            let out: Map<String, Value> = m
-                .into_iter()
-                .map(|(k, v)| {
-                    let v = match props.get(&k) {
-                        Some(sub) => coerce_at(sub, v, &format!("{path}/{k}"), notes, depth + 1),
-                        None => v,
-                    };
-                    (k, v)
-                })
-                .collect();
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let mut out = Map::new();
+            for (k, v) in m {
+                let Some(sub) = props.get(&k) else {
+                    out.insert(k, v);
+                    continue;
+                };
+                if v.is_null() && !required.contains(&k.as_str()) && !allows_null(sub) {
+                    notes.push(format!(
+                        "{}: null for an optional parameter dropped",
+                        display_path(&format!("{path}/{k}"))
+                    ));
+                    continue;
+                }
+                let v = coerce_at(sub, v, &format!("{path}/{k}"), notes, depth + 1);
+                out.insert(k, v);
+            }
             Value::Object(out)
         }
         Value::Array(a) => match schema.get("items").filter(|i| i.is_object()) {
@@ -102,6 +115,20 @@ fn coerce_at(schema: &Value, value: Value, path: &str, notes: &mut Vec<String>, 
             None => Value::Array(a),
         },
         other => other,
+    }
+}
+
+/// Whether a property schema admits `null` (or says nothing about types at all).
+fn allows_null(schema: &Value) -> bool {
+    match schema.get("type") {
+        Some(Value::String(t)) => t == "null",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "null"),
+        _ => ["anyOf", "oneOf"].iter().any(|k| {
+            schema
+                .get(*k)
+                .and_then(Value::as_array)
+                .is_none_or(|alts| alts.iter().any(allows_null))
+        }),
     }
 }
 
@@ -201,6 +228,23 @@ mod tests {
         let (v, notes) = coerce(&schema(), json!({"count": "5.5", "flag": "yes"}));
         assert_eq!(v, json!({"count": "5.5", "flag": "yes"}));
         assert!(notes.is_empty());
+    }
+
+    #[test]
+    fn null_for_optional_parameters_means_absent() {
+        let (v, notes) = coerce(
+            &schema(),
+            json!({"count": 1, "ratio": null, "flag": null, "name": null}),
+        );
+        // flag admits null; ratio and name do not and are optional.
+        assert_eq!(v, json!({"count": 1, "flag": null}));
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        let (v, _) = coerce(&schema(), json!({"count": null}));
+        assert_eq!(
+            v,
+            json!({"count": null}),
+            "a required null is left for validation to report"
+        );
     }
 
     #[test]

@@ -126,6 +126,8 @@ impl UpstreamOptions {
 pub struct Stats {
     /// `initialize` requests answered with a result.
     pub initialize: u64,
+    /// `notifications/cancelled` received.
+    pub cancelled_notifications: u64,
     /// `notifications/initialized` received.
     pub initialized_notifications: u64,
     /// `tools/list` requests (one per page) answered.
@@ -452,6 +454,9 @@ struct Reply {
     new_session: Option<String>,
     /// Set on `tools/call`: wait this long before the response.
     delay: Duration,
+    /// Set on a `tools/call` that carried a progress token: in SSE mode, progress
+    /// notifications are sent while the delay runs.
+    progress_token: Option<Value>,
 }
 
 impl Reply {
@@ -460,13 +465,14 @@ impl Reply {
             outcome,
             new_session: None,
             delay: Duration::ZERO,
+            progress_token: None,
         }
     }
 }
 
 async fn post_mcp(req: HttpRequest, body: Bytes, shared: web::Data<Shared>) -> HttpResponse {
     match handle_post(&req, &body, &shared) {
-        Ok(Handled::Reply(id, reply)) => respond(&shared, id, reply).await,
+        Ok(Handled::Reply(id, reply)) => respond(&shared, id, *reply).await,
         Ok(Handled::Accepted) => HttpResponse::Accepted().finish(),
         Err(refusal) => refusal.into_response(),
     }
@@ -475,7 +481,7 @@ async fn post_mcp(req: HttpRequest, body: Bytes, shared: web::Data<Shared>) -> H
 /// How a POST that passed every check ends.
 enum Handled {
     /// A request: its id and what to answer.
-    Reply(Value, Reply),
+    Reply(Value, Box<Reply>),
     /// A notification or a client response: 202, no body.
     Accepted,
 }
@@ -505,7 +511,7 @@ fn handle_post(req: &HttpRequest, body: &[u8], shared: &Shared) -> Result<Handle
 
     if let Message::Request { id, method, params } = &message {
         if method == "initialize" {
-            return initialize(req, shared, params).map(|reply| Handled::Reply(id.clone(), reply));
+            return initialize(req, shared, params).map(|reply| Handled::Reply(id.clone(), Box::new(reply)));
         }
     }
     let session = shared.session_of(req)?;
@@ -524,9 +530,12 @@ fn handle_post(req: &HttpRequest, body: &[u8], shared: &Shared) -> Result<Handle
     match message {
         Message::Request { id, method, params } => {
             let reply = dispatch(req, shared, session.as_deref(), &method, &params);
-            Ok(Handled::Reply(id, reply))
+            Ok(Handled::Reply(id, Box::new(reply)))
         }
         Message::Notification { method } => {
+            if method == "notifications/cancelled" {
+                shared.lock().stats.cancelled_notifications += 1;
+            }
             if method == "notifications/initialized" {
                 shared.lock().stats.initialized_notifications += 1;
             }
@@ -630,6 +639,7 @@ fn initialize(req: &HttpRequest, shared: &Shared, params: &Value) -> Result<Repl
         outcome: Ok(result),
         new_session,
         delay: Duration::ZERO,
+        progress_token: None,
     })
 }
 
@@ -714,6 +724,7 @@ fn call_tool(req: &HttpRequest, shared: &Shared, session: Option<&str>, params: 
         outcome: Ok(result),
         new_session: None,
         delay,
+        progress_token: params.get("_meta").and_then(|m| m.get("progressToken")).cloned(),
     }
 }
 
@@ -741,15 +752,33 @@ async fn respond(shared: &Shared, id: Value, reply: Reply) -> HttpResponse {
     let stream = shared.next_stream.fetch_add(1, Ordering::Relaxed);
     let priming = Bytes::from(format!("id: {stream}-0\ndata: \n\n"));
     let event = Bytes::from(format!("event: message\nid: {stream}-1\ndata: {envelope}\n\n"));
+    // With a progress token, the delay is split into quarters with a progress notification
+    // after each of the first three, as a long-running tool would report.
     let delay = reply.delay;
-    let body = futures_util::stream::once(async move { Ok::<_, Infallible>(priming) }).chain(
-        futures_util::stream::once(async move {
-            if !delay.is_zero() {
-                tokio::time::sleep(delay).await;
+    let steps: u64 = if reply.progress_token.is_some() && !delay.is_zero() {
+        3
+    } else {
+        0
+    };
+    let token = reply.progress_token.unwrap_or(Value::Null);
+    let progress = futures_util::stream::iter(1..=steps).then(move |i| {
+        let token = token.clone();
+        async move {
+            tokio::time::sleep(delay / 4).await;
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": i, "total": steps, "message": format!("step {i} of {steps}")}});
+            Ok::<_, Infallible>(Bytes::from(format!("event: message\ndata: {note}\n\n")))
+        }
+    });
+    let rest = if steps > 0 { delay / 4 } else { delay };
+    let body = futures_util::stream::once(async move { Ok::<_, Infallible>(priming) })
+        .chain(progress)
+        .chain(futures_util::stream::once(async move {
+            if !rest.is_zero() {
+                tokio::time::sleep(rest).await;
             }
             Ok::<_, Infallible>(event)
-        }),
-    );
+        }));
     builder
         .content_type("text/event-stream")
         .insert_header((header::CACHE_CONTROL, "no-cache"))

@@ -17,8 +17,10 @@
 //!    headers (400/-32020) checked against the body,
 //! 6. the method (modern: 404/-32601 for removed or unknown methods).
 //!
-//! The proxy's own tools are stateless, so it mints no `Mcp-Session-Id` (the spec allows this)
-//! and ignores one sent to it; `GET` and `DELETE` answer 405. A `tools/call` that carries a
+//! The proxy's own tools are stateless. A 2025-era `initialize` still mints an
+//! `Mcp-Session-Id` so the client can end it (`DELETE`) and cancel its own calls
+//! (`notifications/cancelled`), but no request ever needs one (see `sessions`); the modern era
+//! ignores it. `GET` (no standalone stream) answers 405. A `tools/call` that carries a
 //! `progressToken` from a client that accepts SSE is answered as an SSE stream that relays
 //! the upstream's `notifications/progress` as they arrive; a client that goes away cancels
 //! the upstream call.
@@ -34,7 +36,7 @@ use proxy_actors::catalog::GetSnapshot;
 use proxy_actors::mcp::jsonrpc::{self, Incoming, Request, RequestId, RpcError};
 use proxy_actors::mcp::{modern, sse, version};
 
-use super::{tools, AppState, HttpSettings};
+use super::{sessions, tools, AppState, HttpSettings};
 
 /// What the client's `Accept` allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,10 +114,45 @@ pub async fn post(req: HttpRequest, payload: web::Payload, state: web::Data<AppS
             return refusal_response(id, refusal);
         }
     }
+    // Legacy sessions: minted at initialize, never required; an ended one gets 404.
+    let session = match era {
+        Era::Legacy => header_str(&req, "mcp-session-id").map(str::to_string),
+        Era::Modern => None,
+    };
+    if let Some(sid) = &session {
+        if method != "initialize"
+            && state
+                .sessions
+                .send(sessions::IsEnded(sid.clone()))
+                .await
+                .unwrap_or(false)
+        {
+            return http_error(
+                StatusCode::NOT_FOUND,
+                id,
+                RpcError::new(
+                    jsonrpc::INVALID_REQUEST,
+                    "Session not found: it was ended; initialize a new one",
+                ),
+            );
+        }
+    }
     let request = match msg {
         Incoming::Request(r) => r,
-        // Notifications (initialized, cancelled, …) need no answer.
-        _ => return HttpResponse::Accepted().finish(),
+        Incoming::Notification { method, params } => {
+            if let (Some(sid), "notifications/cancelled") = (&session, method.as_str()) {
+                if let Some(rid) = params.as_ref().and_then(|p| p.get("requestId")) {
+                    let request_id = request_id_key(rid);
+                    state.sessions.do_send(sessions::Cancel {
+                        session: sid.clone(),
+                        request_id,
+                    });
+                }
+            }
+            // Notifications (initialized, cancelled, …) need no answer.
+            return HttpResponse::Accepted().finish();
+        }
+        Incoming::Response { .. } => return HttpResponse::Accepted().finish(),
     };
     let progress_token = request
         .params
@@ -128,12 +165,51 @@ pub async fn post(req: HttpRequest, payload: web::Payload, state: web::Data<AppS
     }
     let started = std::time::Instant::now();
     let (tx, _rx) = mpsc::unbounded_channel();
-    let outcome = dispatch(&state, &request, era, tx).await;
+    let outcome = match (&session, request.method.as_str()) {
+        // A legacy client may cancel its own call with notifications/cancelled.
+        (Some(sid), "tools/call") => {
+            let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel::<()>();
+            let request_id = request.id.to_string();
+            state.sessions.do_send(sessions::Track {
+                session: sid.clone(),
+                request_id: request_id.clone(),
+                cancel: cancel_tx,
+            });
+            let outcome = tokio::select! {
+                r = dispatch(&state, &request, era, tx) => r,
+                _ = cancel_rx => Err(Failure::Rpc(RpcError::new(REQUEST_CANCELLED, "Request cancelled by the client"))),
+            };
+            state.sessions.do_send(sessions::Untrack {
+                session: sid.clone(),
+                request_id,
+            });
+            outcome
+        }
+        _ => dispatch(&state, &request, era, tx).await,
+    };
     log_request(&request, &outcome, started.elapsed());
-    match outcome {
+    let mut resp = match outcome {
         Ok(result) => reply(accepts, &jsonrpc::result_response(&request.id, result)),
         Err(Failure::Rpc(e)) => reply(accepts, &jsonrpc::error_response(Some(&request.id), &e)),
-        Err(Failure::Http(status, e)) => http_error(status, Some(request.id), e),
+        Err(Failure::Http(status, e)) => http_error(status, Some(request.id.clone()), e),
+    };
+    if era == Era::Legacy && request.method == "initialize" && resp.status().is_success() {
+        if let Ok(v) = header::HeaderValue::from_str(&sessions::mint_id()) {
+            resp.headers_mut()
+                .insert(header::HeaderName::from_static("mcp-session-id"), v);
+        }
+    }
+    resp
+}
+
+/// JSON-RPC code for a request the client cancelled.
+const REQUEST_CANCELLED: i64 = -32800;
+
+/// A request id as text, the way `notifications/cancelled` names it (`5` and `"5"` alike).
+fn request_id_key(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
     }
 }
 
@@ -327,10 +403,18 @@ fn log_request(req: &Request, outcome: &Result<Value, Failure>, elapsed: std::ti
     }
 }
 
-/// `GET`, `DELETE` and anything else on `/mcp`.
+/// `GET`, `DELETE` and anything else on `/mcp`. A `DELETE` that names a legacy session ends
+/// it; there is no standalone server-to-client stream.
 pub async fn other_method(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     if let Err(resp) = check_origin(&req, &state.settings) {
         return *resp;
+    }
+    let modern_claim = header_str(&req, "mcp-protocol-version").is_some_and(modern::is_modern);
+    if req.method() == actix_web::http::Method::DELETE && !modern_claim {
+        if let Some(sid) = header_str(&req, "mcp-session-id") {
+            state.sessions.do_send(sessions::End(sid.to_string()));
+            return HttpResponse::Ok().finish();
+        }
     }
     let mut resp = http_error(
         StatusCode::METHOD_NOT_ALLOWED,
@@ -470,7 +554,7 @@ fn accepts(req: &HttpRequest) -> Result<Accepts, Box<HttpResponse>> {
         .split(',')
         .map(|t| t.split(';').next().unwrap_or("").trim())
         .collect();
-    let any = types.iter().any(|t| *t == "*/*");
+    let any = types.contains(&"*/*");
     let json = any || types.iter().any(|t| matches!(*t, "application/json" | "application/*"));
     let sse = any || types.iter().any(|t| matches!(*t, "text/event-stream" | "text/*"));
     if json || sse {

@@ -5,6 +5,7 @@
 
 pub mod health;
 pub mod mcp;
+pub mod sessions;
 pub mod tools;
 
 use std::collections::HashMap;
@@ -26,7 +27,7 @@ pub struct HttpSettings {
     pub listing_max_chars: usize,
 }
 
-/// Shared, read-only state of every worker.
+/// Shared, read-only state of every worker. Must be created inside an actix `System`.
 pub struct AppState {
     pub catalog: Addr<CatalogActor>,
     /// Upstream actors by label (the catalog routes tool → label).
@@ -34,6 +35,8 @@ pub struct AppState {
     pub settings: HttpSettings,
     /// `tools/list` result, serialised once.
     pub tools_list: Arc<serde_json::Value>,
+    /// Legacy client sessions (ended ids, cancel handles of calls in flight).
+    pub sessions: Addr<sessions::ClientSessions>,
 }
 
 impl AppState {
@@ -47,6 +50,7 @@ impl AppState {
             upstreams,
             settings,
             tools_list: Arc::new(serde_json::json!({ "tools": tools::definitions() })),
+            sessions: actix::Actor::start(sessions::ClientSessions::default()),
         }
     }
 }

@@ -488,6 +488,7 @@ async fn call_upstream(
         .unwrap_or(Err(UpstreamError::Unavailable));
     match outcome {
         Ok(mut r) => {
+            strip_envelope(&mut r);
             if !repairs.is_empty() {
                 // Tell the model what was repaired, so it can get it right next time.
                 if let Some(obj) = r.as_object_mut() {
@@ -500,6 +501,24 @@ async fn call_upstream(
             r
         }
         Err(e) => upstream_failure(&tool.upstream, &tool.tool.name, &e),
+    }
+}
+
+/// Removes what belongs to the upstream's protocol envelope rather than to the tool result
+/// (`resultType`, the upstream's `io.modelcontextprotocol/*` `_meta` keys such as its
+/// serverInfo): the proxy answers in its client's era and stamps its own.
+fn strip_envelope(result: &mut Value) {
+    let Some(obj) = result.as_object_mut() else { return };
+    obj.remove("resultType");
+    let empty = match obj.get_mut("_meta").and_then(Value::as_object_mut) {
+        Some(meta) => {
+            meta.retain(|k, _| !k.starts_with(proxy_actors::mcp::modern::RESERVED_META_PREFIX));
+            meta.is_empty()
+        }
+        None => false,
+    };
+    if empty {
+        obj.remove("_meta");
     }
 }
 
@@ -639,6 +658,17 @@ mod tests {
         let too_many: Vec<String> = (0..11).map(|i| format!("t{i}")).collect();
         assert_eq!(describe(&s, &args(json!({"names": too_many})))["isError"], true);
         assert_eq!(describe(&s, &args(json!({})))["isError"], true);
+    }
+
+    #[test]
+    fn upstream_envelope_fields_are_not_relayed() {
+        let mut r = json!({"content": [], "resultType": "complete",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "up"}, "vendor/x": 1}});
+        strip_envelope(&mut r);
+        assert_eq!(r, json!({"content": [], "_meta": {"vendor/x": 1}}));
+        let mut r = json!({"content": [], "_meta": {"io.modelcontextprotocol/serverInfo": {}}});
+        strip_envelope(&mut r);
+        assert_eq!(r, json!({"content": []}));
     }
 
     #[test]

@@ -126,6 +126,11 @@ pub struct UpstreamReport {
     /// Age in seconds of the listing served for this upstream.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub listing_age_sec: Option<u64>,
+    /// The protocol era the upstream spoke at its last good listing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub era: Option<crate::upstream::Era>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
 }
 
 /// What a completed refresh did.
@@ -591,6 +596,8 @@ fn upstream_reports(states: &[UpstreamState], now: u64) -> Vec<UpstreamReport> {
             error: s.last_error.clone(),
             stale: s.last_error.is_some() && !s.tools.is_empty(),
             listing_age_sec: s.listed_at_ms.map(|t| now.saturating_sub(t) / 1000),
+            era: s.era,
+            protocol_version: s.protocol_version.clone(),
         })
         .collect()
 }

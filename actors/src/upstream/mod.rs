@@ -830,6 +830,18 @@ fn classify_probe(status: u16, message: Option<&Value>, error: Option<&RpcError>
             .is_some_and(|vs| vs.iter().filter_map(Value::as_str).any(modern::is_modern));
         return Ok(if modern_listed { Era::Modern } else { Era::Legacy });
     }
+    // -32022 listing a modern version we speak: the upstream is modern (retry at that version).
+    let offers_modern = error.is_some_and(|e| {
+        e.code == modern::UNSUPPORTED_VERSION
+            && e.data
+                .as_ref()
+                .and_then(|d| d.get("supported"))
+                .and_then(Value::as_array)
+                .is_some_and(|vs| vs.iter().filter_map(Value::as_str).any(modern::is_modern))
+    });
+    if offers_modern {
+        return Ok(Era::Modern);
+    }
     let modern_envelope_error = error.is_some_and(|e| {
         matches!(e.code, modern::HEADER_MISMATCH | modern::MISSING_CLIENT_CAPABILITY)
             || (e.code == jsonrpc::INVALID_PARAMS && status == 400)

@@ -94,8 +94,45 @@ pub async fn post(
         .to_ascii_lowercase();
 
     if content_type.starts_with("text/event-stream") {
-        let message = read_sse(&mut resp, expect_id, max_bytes, on_notification).await?;
-        if expect_id.is_some() && message.is_none() && (200..300).contains(&status) {
+        let mut read = read_sse(&mut resp, expect_id, max_bytes, on_notification).await?;
+        // 2025-11-25 (SEP-1699): a server may close the stream before the response, after an
+        // event id and a `retry` hint; the client resumes with GET + Last-Event-ID.
+        let mut resumptions = 0;
+        while expect_id.is_some() && read.message.is_none() && (200..300).contains(&status) {
+            let Some(last_id) = read.last_event_id.clone() else {
+                break;
+            };
+            if resumptions == MAX_RESUMPTIONS {
+                break;
+            }
+            resumptions += 1;
+            let wait = Duration::from_millis(read.retry_ms.unwrap_or(DEFAULT_RETRY_MS).min(MAX_RETRY_MS));
+            tokio::time::sleep(wait).await;
+            let mut get = client
+                .get(url)
+                .insert_header((header::ACCEPT, "text/event-stream"))
+                .insert_header(("Last-Event-ID", last_id.as_str()));
+            if let Some(token) = headers.bearer {
+                get = get.insert_header((header::AUTHORIZATION, format!("Bearer {token}")));
+            }
+            if let Some(sid) = headers.session_id {
+                get = get.insert_header(("Mcp-Session-Id", sid));
+            }
+            if let Some(v) = headers.protocol_version {
+                get = get.insert_header(("MCP-Protocol-Version", v));
+            }
+            let mut again = get.send().await.map_err(send_error)?;
+            if !again.status().is_success() {
+                break;
+            }
+            let next = read_sse(&mut again, expect_id, max_bytes, on_notification).await?;
+            read = SseRead {
+                last_event_id: next.last_event_id.or(read.last_event_id),
+                retry_ms: next.retry_ms.or(read.retry_ms),
+                message: next.message,
+            };
+        }
+        if expect_id.is_some() && read.message.is_none() && (200..300).contains(&status) {
             return Err(UpstreamError::InvalidReply(
                 "the SSE stream ended without a response to the request".into(),
             ));
@@ -103,7 +140,7 @@ pub async fn post(
         return Ok(Reply {
             status,
             session_id,
-            message,
+            message: read.message,
         });
     }
 
@@ -134,29 +171,56 @@ pub async fn post(
     })
 }
 
+/// What one SSE stream yielded: the response (if it came) and what resuming needs.
+struct SseRead {
+    message: Option<Value>,
+    last_event_id: Option<String>,
+    retry_ms: Option<u64>,
+}
+
+/// Resuming a stream that closed before its response: at most this many times, waiting the
+/// server's `retry` hint (default 1 s, at most 10 s) before each.
+const MAX_RESUMPTIONS: usize = 3;
+const DEFAULT_RETRY_MS: u64 = 1000;
+const MAX_RETRY_MS: u64 = 10_000;
+
 async fn read_sse<S>(
     stream: &mut S,
     expect_id: Option<&RequestId>,
     max_bytes: usize,
     on_notification: NotificationSink<'_>,
-) -> Result<Option<Value>, UpstreamError>
+) -> Result<SseRead, UpstreamError>
 where
     S: futures_util::Stream<Item = Result<Bytes, awc::error::PayloadError>> + Unpin,
 {
     let mut decoder = sse::Decoder::new();
     let mut seen = 0usize;
-    let handle = |ev: sse::Event| -> Option<Value> {
-        if ev.data.trim().is_empty() {
-            return None; // priming event or keep-alive
+    let mut out = SseRead {
+        message: None,
+        last_event_id: None,
+        retry_ms: None,
+    };
+    let handle = |ev: sse::Event, out: &mut SseRead| -> bool {
+        if let Some(id) = ev.id.as_ref().filter(|i| !i.is_empty()) {
+            out.last_event_id = Some(id.clone());
         }
-        let msg: Value = serde_json::from_str(&ev.data).ok()?;
+        if ev.retry_ms.is_some() {
+            out.retry_ms = ev.retry_ms;
+        }
+        if ev.data.trim().is_empty() {
+            return false; // priming event or keep-alive
+        }
+        let Ok(msg) = serde_json::from_str::<Value>(&ev.data) else {
+            return false;
+        };
         let is_response = msg.get("result").is_some() || msg.get("error").is_some();
         if is_response {
             let id: Option<RequestId> = msg.get("id").and_then(|v| serde_json::from_value(v.clone()).ok());
             if expect_id.is_none() || id.as_ref() == expect_id {
-                return Some(msg);
+                out.message = Some(msg);
+                return true;
             }
-            return None;
+            return false;
         }
         if msg.get("id").is_none() {
             if let Some(sink) = on_notification {
@@ -165,7 +229,7 @@ where
         }
         // A server-to-client request: the proxy declares no client capabilities, so a
         // conforming upstream never sends one; it is ignored.
-        None
+        false
     };
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| payload_error(e, max_bytes))?;
@@ -174,15 +238,18 @@ where
             return Err(UpstreamError::TooLarge { limit: max_bytes });
         }
         for ev in decoder.feed(&chunk) {
-            if let Some(m) = handle(ev) {
-                return Ok(Some(m));
+            if handle(ev, &mut out) {
+                return Ok(out);
             }
         }
         if decoder.pending_len() > max_bytes {
             return Err(UpstreamError::TooLarge { limit: max_bytes });
         }
     }
-    Ok(decoder.finish().and_then(handle))
+    if let Some(ev) = decoder.finish() {
+        handle(ev, &mut out);
+    }
+    Ok(out)
 }
 
 /// Extracts a JSON-RPC error object from a reply body, if it carries one.
