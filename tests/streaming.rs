@@ -282,3 +282,48 @@ async fn the_2026_era_on_the_wire() {
     assert_eq!(status, 200);
     p.stop().await;
 }
+
+#[actix_web::test]
+async fn upstream_list_changes_are_followed_and_its_pings_answered() {
+    let opts = mcp_search_proxy::demo::UpstreamOptions {
+        tools: vec![tool("alpha-one", "One.", &[])],
+        stateful: true,
+        sse: true,
+        list_changed: true,
+        ..Default::default()
+    };
+    let a = mcp_search_proxy::demo::start(opts, "127.0.0.1:0").await.unwrap();
+    let p = start_proxy(vec![upstream_config("a", &a.url)], catalog_config(None)).await;
+    // The proxy opens the upstream's GET stream and answers the ping it carries.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while a.control.stats().get_streams == 0 || a.control.stats().client_responses == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "no GET stream / ping answer: {:?}",
+            a.control.stats()
+        );
+        actix_web::rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A tool added upstream shows up without mcp_refresh.
+    a.control.set_tools(vec![
+        tool("alpha-one", "One.", &[]),
+        tool("alpha-brand_new", "A brand new capability.", &[]),
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let r = call(&p.url, "mcp_describe", json!({"names": ["alpha-brand_new"]})).await;
+        if r["structuredContent"]["not_found"] == json!([]) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the list change was not followed");
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    let status = p
+        .proxy
+        .catalog
+        .send(proxy_actors::catalog::GetCatalogStatus)
+        .await
+        .unwrap();
+    assert_eq!(status.fanouts, 2, "startup + one debounced list-changed refresh");
+    p.stop().await;
+}

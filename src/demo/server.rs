@@ -82,6 +82,10 @@ pub struct UpstreamOptions {
     pub name: String,
     /// When set, every request must carry `Authorization: Bearer <token>` or gets 401.
     pub bearer_token: Option<String>,
+    /// Advertise `tools.listChanged` and serve a GET stream that carries
+    /// `notifications/tools/list_changed` whenever the tools are replaced (and opens with a
+    /// `ping` request the client must answer, as Playwright MCP does).
+    pub list_changed: bool,
 }
 
 impl Default for UpstreamOptions {
@@ -95,6 +99,7 @@ impl Default for UpstreamOptions {
             instructions: None,
             name: "demo-upstream".to_string(),
             bearer_token: None,
+            list_changed: false,
         }
     }
 }
@@ -117,6 +122,7 @@ impl UpstreamOptions {
             ),
             name: "mcp-search-proxy-demo".to_string(),
             bearer_token: None,
+            list_changed: false,
         }
     }
 }
@@ -144,6 +150,10 @@ pub struct Stats {
     pub live_sessions: usize,
     /// Requests answered 404 `Session not found`: shows a client hit an expired session.
     pub session_not_found: u64,
+    /// GET streams opened (list-changed mode).
+    pub get_streams: u64,
+    /// Client responses received (answers to the server's pings).
+    pub client_responses: u64,
     /// Requests answered 401.
     pub unauthorized: u64,
     /// Name and arguments of the latest `tools/call`.
@@ -196,7 +206,13 @@ impl UpstreamControl {
 
     /// Replaces the tools served by `tools/list` and accepted by `tools/call`.
     pub fn set_tools(&self, tools: Vec<Value>) {
-        self.shared.lock().tools = tools;
+        let mut state = self.shared.lock();
+        state.tools = tools;
+        // Tell every open GET stream; closed ones are dropped.
+        let note = Bytes::from(
+            "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n",
+        );
+        state.listeners.retain(|tx| tx.send(note.clone()).is_ok());
     }
 
     /// Makes every `tools/call` wait this long before its response is sent (zero: no wait).
@@ -310,6 +326,7 @@ struct Config {
     instructions: Option<String>,
     name: String,
     bearer_token: Option<String>,
+    list_changed: bool,
 }
 
 #[derive(Debug)]
@@ -330,6 +347,8 @@ struct State {
     down: bool,
     call_delay: Duration,
     list_delay: Duration,
+    /// Open GET streams (list-changed mode).
+    listeners: Vec<tokio::sync::mpsc::UnboundedSender<Bytes>>,
     stats: Stats,
 }
 
@@ -343,6 +362,7 @@ impl Shared {
                 instructions: opts.instructions,
                 name: opts.name,
                 bearer_token: opts.bearer_token,
+                list_changed: opts.list_changed,
             },
             state: Mutex::new(State {
                 tools: opts.tools,
@@ -541,7 +561,10 @@ fn handle_post(req: &HttpRequest, body: &[u8], shared: &Shared) -> Result<Handle
             }
             Ok(Handled::Accepted)
         }
-        Message::Response => Ok(Handled::Accepted),
+        Message::Response => {
+            shared.lock().stats.client_responses += 1;
+            Ok(Handled::Accepted)
+        }
     }
 }
 
@@ -629,7 +652,7 @@ fn initialize(req: &HttpRequest, shared: &Shared, params: &Value) -> Result<Repl
 
     let mut result = json!({
         "protocolVersion": negotiated,
-        "capabilities": {"tools": {"listChanged": false}},
+        "capabilities": {"tools": {"listChanged": shared.config.list_changed}},
         "serverInfo": {"name": shared.config.name, "version": env!("CARGO_PKG_VERSION")},
     });
     if let Some(instructions) = &shared.config.instructions {
@@ -807,10 +830,30 @@ async fn delete_mcp(req: HttpRequest, shared: web::Data<Shared>) -> HttpResponse
 
 /// Any other method on `/mcp`, GET included: this server offers no standalone SSE stream.
 async fn other_method(req: HttpRequest, shared: web::Data<Shared>) -> HttpResponse {
-    match shared.admit(&req) {
-        Ok(()) => method_not_allowed(&shared),
-        Err(refusal) => refusal.into_response(),
+    if let Err(refusal) = shared.admit(&req) {
+        return refusal.into_response();
     }
+    if req.method() != actix_web::http::Method::GET || !shared.config.list_changed {
+        return method_not_allowed(&shared);
+    }
+    if let Err(refusal) = shared.session_of(&req) {
+        return refusal.into_response();
+    }
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
+    let ping = Bytes::from("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"srv-ping-1\",\"method\":\"ping\"}\n\n");
+    let _ = tx.send(ping);
+    {
+        let mut state = shared.lock();
+        state.listeners.push(tx);
+        state.stats.get_streams += 1;
+    }
+    let body = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
+    });
+    HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header((header::CACHE_CONTROL, "no-cache"))
+        .streaming(body)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ use tokio::sync::oneshot;
 pub use snapshot::{Collision, Snapshot, UpstreamState};
 
 use crate::policy::Policy;
-use crate::upstream::{ListTools, Listing, UpstreamActor, UpstreamError};
+use crate::upstream::{FollowListChanges, ListTools, Listing, ToolsChanged, UpstreamActor, UpstreamError};
 
 /// Catalog behaviour settings.
 #[derive(Debug, Clone)]
@@ -188,7 +188,12 @@ pub struct CatalogActor {
     retry_backoff: Option<Duration>,
     /// The pending retry timer, so a newer one replaces it instead of piling up.
     retry_timer: Option<SpawnHandle>,
+    /// A list-changed refresh is scheduled (changes within the debounce window coalesce).
+    list_changed_pending: bool,
 }
+
+/// Upstream list-change notifications within this window make one refresh.
+const LIST_CHANGED_DEBOUNCE: Duration = Duration::from_millis(500);
 
 /// The shortest background refresh period an upstream's `ttlMs` can ask for.
 const MIN_TTL: Duration = Duration::from_secs(30);
@@ -233,6 +238,7 @@ impl CatalogActor {
             fanouts: 0,
             retry_backoff: None,
             retry_timer: None,
+            list_changed_pending: false,
         }
     }
 
@@ -387,6 +393,26 @@ impl Actor for CatalogActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         self.trigger(RefreshReason::Startup, None, ctx);
         self.schedule_ttl(ctx);
+        let me = ctx.address().recipient::<ToolsChanged>();
+        for u in &self.upstreams {
+            u.addr.do_send(FollowListChanges { to: me.clone() });
+        }
+    }
+}
+
+impl Handler<ToolsChanged> for CatalogActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: ToolsChanged, ctx: &mut Self::Context) {
+        log::debug!(upstream = msg.label.as_str(); "list change reported");
+        if self.list_changed_pending {
+            return;
+        }
+        self.list_changed_pending = true;
+        ctx.run_later(LIST_CHANGED_DEBOUNCE, |act, ctx| {
+            act.list_changed_pending = false;
+            act.trigger(RefreshReason::ListChanged, None, ctx);
+        });
     }
 }
 

@@ -139,6 +139,33 @@ pub struct GetStatus;
 #[rtype(result = "()")]
 pub struct EndSession;
 
+/// Tells the catalog that an upstream's tool list changed (it re-lists, debounced).
+#[derive(Message, Clone)]
+#[rtype(result = "()")]
+pub struct ToolsChanged {
+    pub label: String,
+}
+
+/// Starts following the upstream's list changes, if it advertises `tools.listChanged`: the
+/// GET stream of a legacy upstream, a `subscriptions/listen` stream of a modern one. Each
+/// `notifications/tools/list_changed` is reported to `to`. The stream is reopened with
+/// back-off when it breaks; an upstream without the capability (or that refuses the stream)
+/// is left alone, and the TTL and the unknown-tool re-list keep its catalog current.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct FollowListChanges {
+    pub to: Recipient<ToolsChanged>,
+}
+
+impl Handler<FollowListChanges> for UpstreamActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: FollowListChanges, ctx: &mut Self::Context) {
+        let conn = self.conn.clone();
+        ctx.spawn(async move { conn.follow_list_changes(msg.to).await }.into_actor(self));
+    }
+}
+
 /// The actor. All state lives in `conn`, shared with the request futures on this thread.
 pub struct UpstreamActor {
     conn: Rc<Connection>,
@@ -268,6 +295,8 @@ struct Session {
     protocol_version: String,
     instructions: Option<String>,
     generation: u64,
+    /// Whether the upstream advertises `tools.listChanged` (it can tell us when to re-list).
+    list_changed: bool,
 }
 
 /// How one attempt ended, before the retry decision.
@@ -346,6 +375,164 @@ impl Connection {
         let id = self.next_id.get();
         self.next_id.set(id.wrapping_add(1));
         id
+    }
+
+    /// The list-changes loop (see [`FollowListChanges`]).
+    async fn follow_list_changes(&self, to: Recipient<ToolsChanged>) {
+        let mut backoff = Duration::from_secs(1);
+        loop {
+            let opened = Instant::now();
+            let outcome = match self.ensure_ready().await {
+                Ok(_) if !self.session.borrow().list_changed => return,
+                Ok(_) => self.listen_once(&to).await,
+                Err(e) => Err(e),
+            };
+            match outcome {
+                // The upstream has no such stream: nothing to follow.
+                Ok(false) => {
+                    log::debug!(upstream = self.spec.label.as_str(); "upstream offers no list-change stream");
+                    return;
+                }
+                Ok(true) => {}
+                Err(e) => {
+                    log::debug!(upstream = self.spec.label.as_str(), error = e.to_string().as_str(); "list-change stream failed")
+                }
+            }
+            // A stream that lived a while resets the back-off.
+            if opened.elapsed() > Duration::from_secs(60) {
+                backoff = Duration::from_secs(1);
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(60));
+        }
+    }
+
+    /// Opens one list-change stream and reads it until it ends. `Ok(false)` when the upstream
+    /// refuses such streams (405, -32601).
+    async fn listen_once(&self, to: &Recipient<ToolsChanged>) -> Result<bool, UpstreamError> {
+        let (era, session_id, version) = {
+            let s = self.session.borrow();
+            (
+                s.era.unwrap_or(Era::Legacy),
+                s.session_id.clone(),
+                s.protocol_version.clone(),
+            )
+        };
+        let mut resp = match era {
+            Era::Legacy => {
+                let mut get = self
+                    .client
+                    .get(&self.spec.url)
+                    .insert_header(("Accept", "text/event-stream"));
+                if let Some(t) = &self.spec.token {
+                    get = get.insert_header(("Authorization", format!("Bearer {t}")));
+                }
+                if let Some(sid) = &session_id {
+                    get = get.insert_header(("Mcp-Session-Id", sid.as_str()));
+                }
+                get = get.insert_header(("MCP-Protocol-Version", version.as_str()));
+                get.send().await.map_err(|e| UpstreamError::Connect(e.to_string()))?
+            }
+            Era::Modern => {
+                let id = RequestId::Num(self.fresh_id());
+                let params = json!({
+                    "notifications": {"toolsListChanged": true},
+                    "_meta": modern::request_meta(CLIENT_NAME, env!("CARGO_PKG_VERSION")),
+                });
+                let body = jsonrpc::request(&id, "subscriptions/listen", Some(params));
+                let mut post = self
+                    .client
+                    .post(&self.spec.url)
+                    .insert_header(("Content-Type", "application/json"))
+                    .insert_header(("Accept", "application/json, text/event-stream"))
+                    .insert_header(("MCP-Protocol-Version", modern::LATEST_MODERN))
+                    .insert_header(("Mcp-Method", "subscriptions/listen"));
+                if let Some(t) = &self.spec.token {
+                    post = post.insert_header(("Authorization", format!("Bearer {t}")));
+                }
+                post.send_body(body.to_string())
+                    .await
+                    .map_err(|e| UpstreamError::Connect(e.to_string()))?
+            }
+        };
+        let status = resp.status().as_u16();
+        let is_sse = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if status == 404 && era == Era::Legacy && session_id.is_some() {
+            // The session is gone: the next ensure_ready re-initializes.
+            self.session.borrow_mut().ready = false;
+            return Err(UpstreamError::Http {
+                status,
+                detail: "session not found".into(),
+            });
+        }
+        if status == 405 || !is_sse || !(200..300).contains(&status) {
+            let refused = status == 405 || (200..300).contains(&status) || status == 404;
+            return if refused {
+                Ok(false)
+            } else {
+                Err(UpstreamError::Http {
+                    status,
+                    detail: String::new(),
+                })
+            };
+        }
+        log::debug!(upstream = self.spec.label.as_str(), era = era.as_str(); "following upstream list changes");
+        let mut decoder = crate::mcp::sse::Decoder::new();
+        while let Some(chunk) = futures_util::StreamExt::next(&mut resp).await {
+            let Ok(chunk) = chunk else { break };
+            for ev in decoder.feed(&chunk) {
+                let Ok(msg) = serde_json::from_str::<Value>(&ev.data) else {
+                    continue;
+                };
+                match (msg.get("method").and_then(Value::as_str), msg.get("id")) {
+                    (Some("notifications/tools/list_changed"), None) => {
+                        log::info!(upstream = self.spec.label.as_str(); "upstream tool list changed");
+                        to.do_send(ToolsChanged {
+                            label: self.spec.label.clone(),
+                        });
+                    }
+                    // Requests on the standalone stream (pings) must be answered, or some
+                    // servers end the session.
+                    (Some(method), Some(id)) => self.answer_server_request(method, id.clone()).await,
+                    _ => {}
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Answers a server-to-client request: `ping` with `{}`, anything else with -32601 (the
+    /// proxy declares no client capabilities).
+    async fn answer_server_request(&self, method: &str, id: Value) {
+        let body = if method == "ping" {
+            json!({"jsonrpc": "2.0", "id": id, "result": {}})
+        } else {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": jsonrpc::METHOD_NOT_FOUND, "message": format!("Method not found: {method}")}})
+        };
+        let (session_id, version) = {
+            let s = self.session.borrow();
+            (s.session_id.clone(), s.protocol_version.clone())
+        };
+        let headers = RequestHeaders {
+            bearer: self.spec.token.as_deref(),
+            session_id: session_id.as_deref(),
+            protocol_version: Some(&version),
+            ..Default::default()
+        };
+        let send = transport::post(
+            &self.client,
+            &self.spec.url,
+            &headers,
+            Bytes::from(body.to_string()),
+            None,
+            64 * 1024,
+            None,
+        );
+        let _ = tokio::time::timeout(Duration::from_secs(5), send).await;
     }
 
     async fn list_tools(&self) -> Result<Listing, UpstreamError> {
@@ -701,26 +888,26 @@ impl Connection {
             Ok(r) => r,
             // A 2xx reply that is not valid MCP (e.g. an SSE stream without an answer) is a
             // legacy server that does not know the method; transport errors propagate.
-            Err(UpstreamError::InvalidReply(_)) => return Ok(self.found(Era::Legacy, None)),
+            Err(UpstreamError::InvalidReply(_)) => return Ok(self.found(Era::Legacy, None, false)),
             Err(e) => return Err(e),
         };
         let rpc_error = reply.message.as_ref().and_then(transport::rpc_error_of);
         let era = classify_probe(reply.status, reply.message.as_ref(), rpc_error.as_ref())?;
-        let instructions = reply
-            .message
-            .as_ref()
-            .and_then(|m| m.get("result"))
+        let result = reply.message.as_ref().and_then(|m| m.get("result"));
+        let instructions = result
             .and_then(|r| r.get("instructions"))
             .and_then(Value::as_str)
             .map(str::to_string);
-        Ok(self.found(era, instructions))
+        let list_changed = result.is_some_and(advertises_list_changed);
+        Ok(self.found(era, instructions, list_changed))
     }
 
-    fn found(&self, era: Era, instructions: Option<String>) -> Era {
+    fn found(&self, era: Era, instructions: Option<String>, list_changed: bool) -> Era {
         let mut s = self.session.borrow_mut();
         s.era = Some(era);
         if era == Era::Modern {
             s.instructions = instructions;
+            s.list_changed = list_changed;
         }
         log::debug!(upstream = self.spec.label.as_str(), era = era.as_str(); "upstream era probed");
         era
@@ -769,6 +956,7 @@ impl Connection {
             }
         }
         let instructions = result.get("instructions").and_then(Value::as_str).map(str::to_string);
+        let list_changed = advertises_list_changed(&result);
 
         // notifications/initialized completes the handshake.
         let note = jsonrpc::notification("notifications/initialized", None);
@@ -802,6 +990,7 @@ impl Connection {
         s.session_id = session_id;
         s.protocol_version = negotiated;
         s.instructions = instructions;
+        s.list_changed = list_changed;
         log::info!(
             upstream = self.spec.label.as_str(),
             era = "legacy",
@@ -812,6 +1001,14 @@ impl Connection {
         );
         Ok(s.generation)
     }
+}
+
+/// Whether an initialize/discover result advertises `capabilities.tools.listChanged`.
+fn advertises_list_changed(result: &Value) -> bool {
+    result
+        .pointer("/capabilities/tools/listChanged")
+        .and_then(Value::as_bool)
+        == Some(true)
 }
 
 /// Reads the answer to the discovery probe. Modern: a result listing 2026-07-28, or a 400

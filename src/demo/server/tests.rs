@@ -35,6 +35,7 @@ fn options(stateful: bool, sse: bool) -> UpstreamOptions {
         instructions: Some("Use demo tools.".to_string()),
         name: "test-upstream".to_string(),
         bearer_token: None,
+        list_changed: false,
     }
 }
 
