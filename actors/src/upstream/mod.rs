@@ -513,6 +513,12 @@ impl Connection {
         } else {
             json!({"jsonrpc": "2.0", "id": id, "error": {"code": jsonrpc::METHOD_NOT_FOUND, "message": format!("Method not found: {method}")}})
         };
+        self.post_in_session(&body, Duration::from_secs(5)).await;
+    }
+
+    /// Fire-and-forget POST of a notification or a response within the legacy session,
+    /// bounded by `timeout`; failures are not interesting to anyone.
+    async fn post_in_session(&self, message: &Value, timeout: Duration) {
         let (session_id, version) = {
             let s = self.session.borrow();
             (s.session_id.clone(), s.protocol_version.clone())
@@ -523,16 +529,9 @@ impl Connection {
             protocol_version: Some(&version),
             ..Default::default()
         };
-        let send = transport::post(
-            &self.client,
-            &self.spec.url,
-            &headers,
-            Bytes::from(body.to_string()),
-            None,
-            64 * 1024,
-            None,
-        );
-        let _ = tokio::time::timeout(Duration::from_secs(5), send).await;
+        let body = Bytes::from(message.to_string());
+        let send = transport::post(&self.client, &self.spec.url, &headers, body, None, 64 * 1024, None);
+        let _ = tokio::time::timeout(timeout, send).await;
     }
 
     async fn list_tools(&self) -> Result<Listing, UpstreamError> {
@@ -663,10 +662,7 @@ impl Connection {
     /// A legacy upstream is told the request is cancelled (the modern era's cancellation is
     /// the closed stream itself, already done by dropping the request).
     async fn cancel_upstream(&self, id: Option<i64>) {
-        let (era, session_id, version) = {
-            let s = self.session.borrow();
-            (s.era, s.session_id.clone(), s.protocol_version.clone())
-        };
+        let era = self.session.borrow().era;
         log::info!(upstream = self.spec.label.as_str(), era = era.map(Era::as_str).unwrap_or("unknown"); "upstream call cancelled by the client");
         let (Some(Era::Legacy), Some(id)) = (era, id) else {
             return;
@@ -675,22 +671,7 @@ impl Connection {
             "notifications/cancelled",
             Some(json!({"requestId": id, "reason": "the client went away"})),
         );
-        let headers = RequestHeaders {
-            bearer: self.spec.token.as_deref(),
-            session_id: session_id.as_deref(),
-            protocol_version: Some(&version),
-            ..Default::default()
-        };
-        let send = transport::post(
-            &self.client,
-            &self.spec.url,
-            &headers,
-            Bytes::from(note.to_string()),
-            None,
-            64 * 1024,
-            None,
-        );
-        let _ = tokio::time::timeout(Duration::from_secs(2), send).await;
+        self.post_in_session(&note, Duration::from_secs(2)).await;
     }
 
     /// One request with the era and session rules: get ready if needed; on a lost session or
