@@ -263,3 +263,21 @@ async fn pinned_tools_are_listed_and_callable_natively() {
     assert_eq!(raw["error"]["code"], -32602);
     p.stop().await;
 }
+
+#[actix_web::test]
+async fn replies_above_the_result_cap_are_refused_not_buffered() {
+    let a = upstream(vec![tool("a-one", "One.", &[])], true, false).await;
+    let p = start_proxy(vec![upstream_config("a", &a.url)], catalog_config(None)).await;
+    // A tool list of ~2 MiB against the harness's 1 MiB cap.
+    let huge = "x".repeat(2 * 1024 * 1024);
+    a.control
+        .set_tools(vec![tool("a-one", "One.", &[]), tool("a-huge", &huge, &[])]);
+    let r = call(&p.url, "mcp_refresh", json!({})).await;
+    assert_eq!(r["isError"], true, "{}", &r.to_string()[..300.min(r.to_string().len())]);
+    let text = r["structuredContent"].to_string();
+    assert!(text.contains("larger than the 1048576-byte cap"), "{text}");
+    // The catalog kept its tools and the proxy is fine.
+    let s = call(&p.url, "mcp_search", json!({"query": "a-one"})).await;
+    assert_eq!(s["structuredContent"]["results"][0]["name"], "a-one");
+    p.stop().await;
+}

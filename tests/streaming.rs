@@ -327,3 +327,113 @@ async fn upstream_list_changes_are_followed_and_its_pings_answered() {
     assert_eq!(status.fanouts, 2, "startup + one debounced list-changed refresh");
     p.stop().await;
 }
+
+/// A minimal 2026-07-28-only upstream: `server/discover` (advertising `tools.listChanged`),
+/// `tools/list`, and a `subscriptions/listen` stream that acknowledges, then announces a
+/// change whenever the test bumps the tool list.
+mod modern_upstream {
+    use std::sync::{Arc, Mutex};
+
+    use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+    use serde_json::{json, Value};
+    use tokio::sync::broadcast;
+
+    #[derive(Clone)]
+    pub struct State {
+        pub tools: Arc<Mutex<Vec<Value>>>,
+        pub changes: broadcast::Sender<()>,
+        pub listens: Arc<Mutex<u32>>,
+    }
+
+    async fn mcp(req: HttpRequest, body: web::Json<Value>, st: web::Data<State>) -> HttpResponse {
+        let modern = req.headers().get("mcp-protocol-version").and_then(|v| v.to_str().ok()) == Some("2026-07-28")
+            && body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28";
+        if !modern {
+            return HttpResponse::BadRequest().json(json!({"jsonrpc": "2.0", "id": body["id"],
+                "error": {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}}));
+        }
+        let id = body["id"].clone();
+        let meta = json!({"io.modelcontextprotocol/serverInfo": {"name": "modern-fake", "version": "1"}});
+        match body["method"].as_str().unwrap_or("") {
+            "server/discover" => HttpResponse::Ok().json(json!({"jsonrpc": "2.0", "id": id, "result": {
+                "resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": true}},
+                "ttlMs": 0, "cacheScope": "public", "_meta": meta}})),
+            "tools/list" => {
+                let tools = st.tools.lock().unwrap().clone();
+                HttpResponse::Ok().json(json!({"jsonrpc": "2.0", "id": id, "result": {
+                    "resultType": "complete", "tools": tools, "ttlMs": 0, "cacheScope": "public", "_meta": meta}}))
+            }
+            "subscriptions/listen" => {
+                *st.listens.lock().unwrap() += 1;
+                let rx = st.changes.subscribe();
+                let sub = json!({"io.modelcontextprotocol/subscriptionId": id});
+                let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {"_meta": sub}});
+                let first = futures_util::stream::once(async move {
+                    Ok::<_, actix_web::Error>(web::Bytes::from(format!("data: {ack}\n\n")))
+                });
+                let sub2 = sub.clone();
+                let rest = futures_util::stream::unfold(rx, move |mut rx| {
+                    let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": sub2}});
+                    async move {
+                        rx.recv().await.ok()?;
+                        Some((Ok(web::Bytes::from(format!("data: {note}\n\n"))), rx))
+                    }
+                });
+                HttpResponse::Ok().content_type("text/event-stream").streaming(futures_util::StreamExt::chain(first, rest))
+            }
+            _ => HttpResponse::NotFound().json(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}})),
+        }
+    }
+
+    pub async fn start(tools: Vec<Value>) -> (String, State, actix_web::dev::ServerHandle) {
+        let st = State {
+            tools: Arc::new(Mutex::new(tools)),
+            changes: broadcast::channel(8).0,
+            listens: Arc::new(Mutex::new(0)),
+        };
+        let data = web::Data::new(st.clone());
+        let server = HttpServer::new(move || App::new().app_data(data.clone()).route("/mcp", web::post().to(mcp)))
+            .workers(1)
+            .disable_signals()
+            .bind("127.0.0.1:0")
+            .unwrap();
+        let addr = server.addrs()[0];
+        let server = server.run();
+        let handle = server.handle();
+        actix_web::rt::spawn(server);
+        (format!("http://{addr}/mcp"), st, handle)
+    }
+}
+
+#[actix_web::test]
+async fn a_modern_upstream_is_followed_through_subscriptions_listen() {
+    let (url, st, handle) = modern_upstream::start(vec![tool("m-one", "One.", &[])]).await;
+    let p = start_proxy(vec![upstream_config("m", &url)], catalog_config(None)).await;
+    let status = p.proxy.upstreams[0]
+        .addr
+        .send(proxy_actors::upstream::GetStatus)
+        .await
+        .unwrap();
+    assert_eq!(status.era, Some(proxy_actors::upstream::Era::Modern));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while *st.listens.lock().unwrap() == 0 {
+        assert!(Instant::now() < deadline, "no subscriptions/listen stream was opened");
+        actix_web::rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    st.tools
+        .lock()
+        .unwrap()
+        .push(tool("m-two", "A second capability.", &[]));
+    let _ = st.changes.send(());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let r = call(&p.url, "mcp_describe", json!({"names": ["m-two"]})).await;
+        if r["structuredContent"]["not_found"] == json!([]) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the modern list change was not followed");
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    p.stop().await;
+    handle.stop(false).await;
+}
