@@ -102,10 +102,9 @@ fn toollens_floors() {
     let dir = b.join("eval/toollens");
     let (s, _) = run(&load(&dir.join("catalog.json"), &dir.join("queries.json")));
     print("toollens", &s);
-    // Best peer: R@5 0.30, MRR 0.47. The issue asks for R@5 ≥ 0.35 and MRR ≥ 0.50; measured
-    // 0.331 / 0.500 — these floors guard what is reached, not the open gap.
-    assert!(s.r5 >= 0.32, "R@5 {:.3}", s.r5);
-    assert!(s.mrr >= 0.49, "MRR {:.3}", s.mrr);
+    // issue floors (best peer: R@5 0.30, MRR 0.47)
+    assert!(s.r5 >= 0.35, "R@5 {:.3}", s.r5);
+    assert!(s.mrr >= 0.50, "MRR {:.3}", s.mrr);
     assert!(s.r5 > 0.30 && s.mrr > 0.47, "must beat every peer");
 }
 

@@ -2,7 +2,9 @@
 //! query word and a catalog word meet only if they normalise to the same string.
 //!
 //! - Words are runs of letters/digits, split again at camelCase boundaries (`threadId` →
-//!   `thread id`, `HTMLParser` → `html parser`), because tool and parameter names glue words.
+//!   `thread id`, `HTMLParser` → `html parser`, but `URLs` stays `urls`), because tool and
+//!   parameter names glue words. A query word remembers where it was split, so a brand the
+//!   catalog knows whole (`eBay`, `GitHub`) is glued back (see `Index::prepare`).
 //! - Han/kana/hangul characters are single-character words: those scripts put no spaces between
 //!   words, and a character unigram is the cheapest segmentation that still matches.
 //! - A short English stop list drops words that carry no tool meaning (`the`, `please`, `I'm`),
@@ -22,7 +24,7 @@ pub fn words(text: &str) -> Vec<String> {
 /// file name, e-mail address, CSS selector or quoted string. Pasted requests carry such
 /// arguments (`./src/utils/file_utils.py`, `'Project Overview'`); they are data for the call,
 /// not words about which tool to call, so the ranking counts them less.
-pub fn query_words(query: &str) -> Vec<(String, bool)> {
+pub fn query_words(query: &str) -> Vec<QueryWord> {
     const TRAILING: [char; 7] = ['.', ',', ';', ':', '?', '!', ')'];
     let mut out = Vec::new();
     let mut tok = Tokenizer::default();
@@ -49,13 +51,28 @@ pub fn query_words(query: &str) -> Vec<(String, bool)> {
             in_quote = None;
         }
         literal |= is_literal_chunk(chunk);
-        tok.for_each_word(chunk, |w| {
+        tok.for_each_word_marked(chunk, |w, camel| {
             // a bare number is a value too (`2020`, `1150 points`)
             let number = w.bytes().all(|b| b.is_ascii_digit());
-            out.push((w.to_string(), literal || number));
+            out.push(QueryWord {
+                text: w.to_string(),
+                literal: literal || number,
+                camel,
+            });
         });
     }
     out
+}
+
+/// One word of a query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryWord {
+    /// Lower case.
+    pub text: String,
+    /// Only occurs inside a literal value (see [`query_words`]).
+    pub literal: bool,
+    /// Continues the previous word past a camelCase boundary (`bay` of `eBay`).
+    pub camel: bool,
 }
 
 /// A whitespace-free chunk that reads as a value rather than a word.
@@ -85,18 +102,27 @@ pub struct Tokenizer {
 impl Tokenizer {
     /// Calls `f` with each lower-case word of `text`, in order.
     pub fn for_each_word(&mut self, text: &str, mut f: impl FnMut(&str)) {
+        self.for_each_word_marked(text, |w, _| f(w));
+    }
+
+    /// [`Tokenizer::for_each_word`], also telling `f` whether the word continues the previous
+    /// one past a camelCase boundary (`bay` of `eBay`).
+    pub fn for_each_word_marked(&mut self, text: &str, mut f: impl FnMut(&str, bool)) {
         self.chars.clear();
         self.chars.extend(text.chars());
         self.word.clear();
         let chars = &self.chars;
         let cur = &mut self.word;
         let mut i = 0;
+        // the word being built continues the previous one (a camelCase split)
+        let mut camel = false;
         while i < chars.len() {
             let c = chars[i];
             if c.is_ascii_alphanumeric() || (!c.is_ascii() && c.is_alphanumeric() && !is_ideograph(c)) {
                 if !cur.is_empty() && is_camel_boundary(chars, i) {
-                    f(cur);
+                    f(cur, camel);
                     cur.clear();
+                    camel = true;
                 }
                 if c.is_ascii() {
                     cur.push(c.to_ascii_lowercase());
@@ -105,12 +131,13 @@ impl Tokenizer {
                 }
             } else {
                 if !cur.is_empty() {
-                    f(cur);
+                    f(cur, camel);
                     cur.clear();
                 }
+                camel = false;
                 if is_ideograph(c) {
                     let mut buf = [0u8; 4];
-                    f(c.encode_utf8(&mut buf));
+                    f(c.encode_utf8(&mut buf), false);
                 } else if c == '\'' || c == '\u{2019}' {
                     // `user's` → `user`, `I'm` → `i`: an English clitic is noise, not a word.
                     i += clitic_len(&chars[i + 1..]);
@@ -119,7 +146,7 @@ impl Tokenizer {
             i += 1;
         }
         if !cur.is_empty() {
-            f(cur);
+            f(cur, camel);
             cur.clear();
         }
     }
@@ -139,7 +166,7 @@ fn clitic_len(rest: &[char]) -> usize {
 }
 
 /// A camelCase boundary before `chars[i]`: `aB` (lower→upper), or `ABc` (the last capital of an
-/// acronym that starts a new word).
+/// acronym that starts a new word) unless the lower case is a plural `s` (`URLs`, `IDs`).
 fn is_camel_boundary(chars: &[char], i: usize) -> bool {
     let c = chars[i];
     if !c.is_uppercase() || i == 0 {
@@ -149,7 +176,8 @@ fn is_camel_boundary(chars: &[char], i: usize) -> bool {
     if prev.is_lowercase() {
         return true;
     }
-    prev.is_uppercase() && chars.get(i + 1).is_some_and(|n| n.is_lowercase())
+    let plural = chars.get(i + 1) == Some(&'s') && !chars.get(i + 2).is_some_and(|c| c.is_alphanumeric());
+    prev.is_uppercase() && chars.get(i + 1).is_some_and(|n| n.is_lowercase()) && !plural
 }
 
 /// Scripts written without spaces between words.
@@ -316,6 +344,23 @@ const STOP_WORDS: &[&str] = &[
     "way",
     "ways",
     "certain",
+    "following",
+    "whether",
+    "various",
+    "several",
+    "different",
+    // prepositions that never name what a tool does (`after`, `before`, `between` can: dates)
+    "through",
+    "within",
+    "without",
+    "across",
+    "around",
+    "along",
+    "upon",
+    "among",
+    "toward",
+    "towards",
+    "onto",
 ];
 
 pub fn is_stop_word(w: &str) -> bool {

@@ -7,7 +7,7 @@
 use super::fxhash::FxHashMap;
 
 use super::analyzer::{is_stop_word, Analyzer, Tokenizer};
-use super::{names, pair_key, tool_part, Doc, Field, Index, Params, Posting, Term, ALL_FIELDS, FIELDS};
+use super::{names, pair_key, tool_part, Doc, Field, Index, PairTable, Params, Posting, Term, ALL_FIELDS, FIELDS};
 use crate::model::CatalogTool;
 
 pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
@@ -21,16 +21,26 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
     let mut surfaces: Vec<(String, u32)> = Vec::new();
     let mut name_vocab: Vec<bool> = Vec::new();
     let mut source_terms: Vec<bool> = Vec::new();
-    // per tool: (term, field) occurrences, then field lengths
-    let mut doc_terms: Vec<Vec<(u32, [u16; FIELDS])>> = Vec::with_capacity(tools.len());
+    // per tool, in one array: (term, frequency in each field), tool d at
+    // `doc_terms[doc_starts[d]..doc_starts[d + 1]]`; then field lengths. `slot` finds a term's
+    // entry of the current tool (NONE when it has none yet): no per-tool sorting or allocation.
+    const NONE: u32 = u32::MAX;
+    let mut doc_terms: Vec<(u32, [u16; FIELDS])> = Vec::new();
+    let mut doc_starts: Vec<usize> = Vec::with_capacity(tools.len() + 1);
+    let mut slot: Vec<u32> = Vec::new();
     let mut doc_lens: Vec<[u32; FIELDS]> = Vec::with_capacity(tools.len());
     let mut docs = Vec::with_capacity(tools.len());
-    let mut occ: Vec<(u32, u8)> = Vec::new();
     let mut source_ids: FxHashMap<&str, u32> = FxHashMap::default();
 
-    let mut bigrams: FxHashMap<u64, Vec<(u32, u8)>> = FxHashMap::default();
+    // adjacent pairs: pair key → dense id; every (pair id, tool, field bits), one per tool and
+    // pair (`pair_last`: the pair's latest tool and entry, to merge field bits)
+    let mut pair_ids: FxHashMap<u64, u32> = FxHashMap::default();
+    let mut pair_last: Vec<(u32, u32)> = Vec::new();
+    let mut pair_occ: Vec<(u32, u32, u8)> = Vec::new();
     for (d, ct) in tools.iter().enumerate() {
-        occ.clear();
+        let doc = d as u32;
+        let start = doc_terms.len();
+        doc_starts.push(start);
         let mut lens = [0u32; FIELDS];
         for field in ALL_FIELDS {
             let mut add = |text: &str| {
@@ -49,6 +59,7 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
                                     term_texts.push(stem);
                                     name_vocab.push(false);
                                     source_terms.push(false);
+                                    slot.push(NONE);
                                 }
                                 Some(id)
                             };
@@ -58,14 +69,27 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
                     };
                     if let Some(id) = id {
                         if let Some(pr) = prev.filter(|&pr| pr != id) {
-                            let v = bigrams.entry(pair_key(pr, id)).or_default();
-                            match v.last_mut() {
-                                Some((ld, bits)) if *ld == d as u32 => *bits |= field.bit(),
-                                _ => v.push((d as u32, field.bit())),
+                            let next = pair_ids.len() as u32;
+                            let pid = *pair_ids.entry(pair_key(pr, id)).or_insert(next);
+                            if pid == next {
+                                pair_last.push((NONE, 0));
+                            }
+                            let last = &mut pair_last[pid as usize];
+                            if last.0 == doc {
+                                pair_occ[last.1 as usize].2 |= field.bit();
+                            } else {
+                                *last = (doc, pair_occ.len() as u32);
+                                pair_occ.push((pid, doc, field.bit()));
                             }
                         }
                         prev = Some(id);
-                        occ.push((id, field as u8));
+                        let s = &mut slot[id as usize];
+                        if *s == NONE {
+                            *s = doc_terms.len() as u32;
+                            doc_terms.push((id, [0; FIELDS]));
+                        }
+                        let tf = &mut doc_terms[*s as usize].1[field as usize];
+                        *tf = tf.saturating_add(1);
                         lens[field as usize] += 1;
                         if field == Field::Source {
                             source_terms[id as usize] = true;
@@ -109,22 +133,21 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
                             if let Some(d) = v.get("description").and_then(|d| d.as_str()) {
                                 add(d);
                             }
+                            // the values a parameter accepts are words a request may carry
+                            // (`news`, `france`, `markdown`)
+                            for e in v.get("enum").and_then(|e| e.as_array()).into_iter().flatten() {
+                                if let Some(e) = e.as_str() {
+                                    add(e);
+                                }
+                            }
                         }
                     }
                 }
             }
         }
-        occ.sort_unstable();
-        let mut per_term: Vec<(u32, [u16; FIELDS])> = Vec::new();
-        for &(t, f) in &occ {
-            match per_term.last_mut() {
-                Some((last, tf)) if *last == t => tf[f as usize] = tf[f as usize].saturating_add(1),
-                _ => {
-                    let mut tf = [0u16; FIELDS];
-                    tf[f as usize] = 1;
-                    per_term.push((t, tf));
-                }
-            }
+        let per_term = &doc_terms[start..];
+        for &(t, _) in per_term {
+            slot[t as usize] = NONE;
         }
         let name_terms = per_term.iter().filter(|(_, tf)| tf[Field::Name as usize] > 0).count();
         let next_source = source_ids.len() as u32;
@@ -134,9 +157,10 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
             name: ct.tool.name.clone(),
             name_terms: name_terms.min(u16::MAX as usize) as u16,
         });
-        doc_terms.push(per_term);
         doc_lens.push(lens);
     }
+    doc_starts.push(doc_terms.len());
+    let terms_of = |d: usize| &doc_terms[doc_starts[d]..doc_starts[d + 1]];
 
     // BM25F: length-normalise each field against its own average, weight, then saturate.
     let n = tools.len().max(1) as f64;
@@ -150,10 +174,9 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
         *a = (*a / n).max(1.0);
     }
     let mut postings: Vec<Vec<Posting>> = vec![Vec::new(); term_texts.len()];
-    for (d, per_term) in doc_terms.iter().enumerate() {
-        let lens = &doc_lens[d];
-        let norm: [f64; FIELDS] = std::array::from_fn(|f| 1.0 - params.b + params.b * lens[f] as f64 / avg[f]);
-        for (t, tf) in per_term {
+    for (d, lens) in doc_lens.iter().enumerate() {
+        let norm: [f64; FIELDS] = std::array::from_fn(|f| 1.0 - params.b[f] + params.b[f] * lens[f] as f64 / avg[f]);
+        for (t, tf) in terms_of(d) {
             let mut tilde = 0.0;
             let mut fields = 0u8;
             for f in 0..FIELDS {
@@ -190,7 +213,7 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
     let mut touched: Vec<u32> = Vec::new();
     for (sidx, ds) in by_source.iter().enumerate() {
         for &d in ds {
-            for (t, tf) in &doc_terms[d] {
+            for (t, tf) in terms_of(d) {
                 let v: f64 = (0..FIELDS).map(|f| params.field_weight[f] * tf[f] as f64).sum();
                 if scratch[*t as usize] == 0.0 {
                     touched.push(*t);
@@ -198,7 +221,7 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
                 scratch[*t as usize] += v;
             }
         }
-        let norm = 1.0 - params.b + params.b * src_len[sidx] / avg_src;
+        let norm = 1.0 - params.source_b + params.source_b * src_len[sidx] / avg_src;
         for &t in &touched {
             let tilde = scratch[t as usize] / norm;
             let sat = tilde * (params.k1 + 1.0) / (params.k1 + tilde);
@@ -265,6 +288,26 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
         }
     }
 
+    // group the occurrences by pair (a counting sort: tools stay in order within a pair)
+    let mut offsets = vec![0u32; pair_ids.len() + 1];
+    for &(pid, _, _) in &pair_occ {
+        offsets[pid as usize + 1] += 1;
+    }
+    for i in 1..offsets.len() {
+        offsets[i] += offsets[i - 1];
+    }
+    let mut fill = offsets.clone();
+    let mut entries = vec![(0u32, 0u8); pair_occ.len()];
+    for &(pid, d, bits) in &pair_occ {
+        entries[fill[pid as usize] as usize] = (d, bits);
+        fill[pid as usize] += 1;
+    }
+    let pairs = PairTable {
+        ids: pair_ids,
+        offsets,
+        entries,
+    };
+
     Index {
         n_sources,
         analyzer,
@@ -277,6 +320,6 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
         deletions,
         surfaces,
         surface_ids,
-        pairs: bigrams,
+        pairs,
     }
 }

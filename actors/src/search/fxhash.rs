@@ -33,9 +33,9 @@ impl Hasher for FxHasher {
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {
-            let mut b = [0u8; 8];
-            b[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(b));
+            // byte by byte: a variable-length copy would be a `memcpy` call per word
+            let tail = rest.iter().rev().fold(0u64, |v, &b| (v << 8) | u64::from(b));
+            self.add(tail);
         }
     }
     #[inline]

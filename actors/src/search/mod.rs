@@ -11,29 +11,45 @@
 //! R@5/MRR; see `tests/search_eval.rs` for the floors and `eval` for the metrics).
 //!
 //! - **Analysis** ([`analyzer`]): words split at separators and camelCase, stop words out,
-//!   Snowball English stems. Request scaffolding (`interested`, `provide`, `currently`) is on the
-//!   stop list, so a pasted request is ranked by what it asks for [toollens MRR +0.01].
-//! - **BM25F** (k1 1.5, b 0.85) over six fields with weights name 4 > title = description =
+//!   Snowball English stems. Request scaffolding (`interested`, `provide`, `currently`,
+//!   `following`) and prepositions that never name an operation (`through`, `within`) are on
+//!   the stop list, so a pasted request is ranked by what it asks for [toollens MRR +0.01;
+//!   `following` and the prepositions: mcptb R@1 +0.010]. A plural acronym is one word (`URLs`,
+//!   not `UR` + `Ls`), and a camelCase query word the catalog knows whole stays whole (`eBay`,
+//!   `GitHub`; `searchPapers` still splits) [toollens MRR +0.004].
+//! - **BM25F** (k1 1.5) over six fields with weights name 4 > title = description =
 //!   parameter names 2 > parameter descriptions 1.6 > source 1.5; each field is
 //!   length-normalised against its own average before saturation, so one long description
 //!   cannot drown a name. Parameter text counts this much because requests carry argument
 //!   values the schema describes (`zip code`, `latitude`) [toollens R@5 0.30 → 0.31; giving
 //!   parameter names less than descriptions cost toollens 0.01 R@5 and gained nothing].
+//!   Length normalisation b is 0.85, but 1 for descriptions (a verbose one mentions much in
+//!   passing) [toollens R@5 +0.003, mcptb R@1 +0.002] and 0 for parameter descriptions: they are
+//!   separate texts, one per parameter, so their length counts parameters, not verbosity
+//!   [toollens R@5 +0.006, MRR +0.010; mcptb R@5 +0.014; normalising by the mean length per
+//!   parameter instead lost 0.001–0.006 of that]. The values a parameter's `enum` lists are
+//!   indexed with its description: `news`, `france`, `markdown` are words a request carries
+//!   [mcptb R@1 0.661 → 0.718, R@5 +0.024; toollens unchanged].
 //!   idf is raised to the power 0.7: long requests are full of rare incidental words, and a
 //!   full-strength idf lets one of them outvote the request's real subject [mcptb R@5 +0.02].
 //! - **Query words, expanded** ([`query`]): each word is a group of terms it may match — itself;
 //!   synonyms and translations from a small built-in table ([`aliases`], weight 0.5, or 0.9
 //!   for a word the catalog lacks; `ticket` → `issue`, `invia` → `send`); name terms that
 //!   contain it as a prefix/suffix of at least half their length (`mail` → `gmail`, weight 0.5;
-//!   a *source* name so contained reads as that source: weight 1, the word itself 0.5); and for
-//!   an unknown word, name words one edit away (`navgate` → `navigate`, weight 0.8). A tool
-//!   scores a group's best term only, so synonyms never double-count.
+//!   a *source* name so contained reads as that source: weight 1, the word itself 0.5 — unless
+//!   the word is at least as common as that source, `search` is not `casinosearch`)
+//!   [that guard: toollens R@5 +0.002, mcptb R@1 +0.003]; and for an unknown word, name words
+//!   one edit away (`navgate` → `navigate`, weight 0.8). A tool scores a group's best term
+//!   only, so synonyms never double-count.
 //! - **Literal values** in a request — paths, URLs, e-mail addresses, selectors, quoted
 //!   strings, numbers — weigh half: they are data for the call, not words about the tool
 //!   [mcptb R@1 0.61 → 0.65].
-//! - **Coverage**: the score is multiplied by coverage^1.5, the share of the query's weight
+//! - **Coverage**: the score is multiplied by coverage^0.6, the share of the query's weight
 //!   (best weight × idf per group) the tool matched, so a tool matching the whole request beats
-//!   one matching a rare word many times [essential: toollens MRR 0.42 → 0.47].
+//!   one matching a rare word many times [essential: toollens MRR 0.42 → 0.47]. The power was
+//!   1.5; a multi-need request is covered by several tools, each matching part of it, and 0.6
+//!   lets the tool for a secondary need reach the top 5 [mcptb R@1 +0.016, R@5 +0.019;
+//!   toollens R@5 +0.004 … +0.009, MRR +0.006; power 0 lost mcptb R@5 0.05].
 //! - **Name bonus**: + 1.5 × (share of the tool's own name words the query reaches, through
 //!   any of a word's terms: `email` reaches `message`) × coverage — `create issue` is
 //!   `create_issue`, and `send gmail email` is `send_message` before `verify_send_as`.
@@ -46,25 +62,49 @@
 //!   spells a name with any separators, without its `server-` prefix, or (when it looks like
 //!   an identifier) one edit off, puts those tools right after.
 //! - **Gate** (the rarest-token gate, made robust for long queries): for a short query
-//!   (≤ 5 content words) a tool must match its rarest known word or cover at least 20% of what
+//!   (≤ 4 content words) a tool must match its rarest known word or cover at least 20% of what
 //!   the best tool covers; long requests are not gated (coverage already sinks stray matches,
-//!   and the plain gate cost toollens 0.01–0.03 R@5). Results under 5% of the best score are
-//!   dropped: never padded with junk.
-//! - **Abstain**: no known word → nothing. A short request (≤ 5 content words) whose best tool
-//!   matches none of its words by name, source or title and covers under 60% of it is taken
-//!   as a capability the catalog lacks → nothing. Long requests always get their best tools
-//!   (their subjects rarely appear in names) [own unanswerable set: 75% abstain; cost on the
-//!   visible sets: toollens MRR −0.009, mcptb MRR −0.003].
+//!   and the plain gate cost toollens 0.01–0.03 R@5). A short query's results under 5% of the
+//!   best score are dropped: never padded with junk. A long request's are not: its other needs
+//!   score far below its main one [toollens R@5 +0.001].
+//! - **Abstain**: no known word → nothing. A short request is taken as a capability the catalog
+//!   lacks → nothing, when its best tool covers little of it, unknown words included: under
+//!   60% if none of its words is in the tool's name, source or title (≤ 4 content words; at
+//!   five words only when synonyms carry more than half of what it matched — matching a
+//!   request only through synonyms is weak evidence that the tool does what it asks), under
+//!   35% even with such a word (≤ 4 words). Longer requests always get their best tools.
+//!   [Was: ≤ 5 words, no label word, under 60%. Own unanswerable requests on the deployment
+//!   catalog: short ones 63% → 87% abstain, the eight in `tests/search_eval.rs` 75% → 75%;
+//!   the answerable ones it silenced cost toollens R@5 0.008 and mcptb R@5 0.009 before,
+//!   0.007 and 0.000 now.]
 //! - **Ties** break by tool name, then position: rankings do not depend on catalog order.
 //!
-//! Tried and dropped (no gain anywhere, or a loss): per-source diversity penalties,
-//! completeness re-ranking by uncovered query words, pseudo-relevance feedback, splitting glued
-//! name words (`getproducts`) by the catalog's vocabulary.
+//! Tried and dropped (measured on toollens R@5/MRR and mcptb R@1/R@5 at the time):
+//! - per-source diversity (the n-th tool of a source × 0.8ⁿ … 0.4ⁿ): mcptb R@5 +0.01, toollens
+//!   R@5 −0.002 … −0.013; demoting only siblings with the very same score: toollens −0.002;
+//! - xQuAD over query words (after the first result, reward words the results above have not
+//!   matched, λ 0.1–0.5): toollens ±0.001, mcptb R@5 −0.002 … −0.019;
+//! - completeness re-ranking by uncovered query words (earlier: no gain);
+//! - clause-level scoring (a request split at punctuation and `and`/`also`/`then`, each clause
+//!   also scored as its own query, the best kept): toollens R@5 −0.000 … −0.005, MRR to −0.008;
+//! - pseudo-relevance feedback, RM3-style (top 1–5 tools' best idf-weighted terms added at
+//!   weight 0.1–0.3): toollens R@5 −0.001 … −0.003, MRR −0.001 … −0.013; mcptb R@1 −0.01 …
+//!   −0.024;
+//! - the Harman S-stemmer (plurals only) instead of Snowball: toollens R@5 −0.007, MRR −0.010;
+//! - query term frequency (BM25 k3 0.5–10): ±0.001; dropping 1–3-digit numbers: toollens R@5
+//!   −0.005 (requests repeat example values the schemas give);
+//! - a gazetteer (city and country names → `city`/`country`/`location`): mcptb R@1 +0.047
+//!   before enum values were indexed, ±0 after; toollens R@5 −0.004 either way;
+//! - dropping a synonym whose term another query word names itself: toollens R@5 −0.002,
+//!   MRR −0.005; treating a URL's site name as an intent word: no change;
+//! - more scaffolding stop words (`planning`, `creating`, `see`, …): ±0.001;
+//! - splitting glued name words (`getproducts`) by the catalog's vocabulary (earlier: no gain);
+//! - retuning k1, idf power, field weights and the pair, source, name and synonym weights:
+//!   every change within ±0.005 on toollens and moving mcptb the other way.
 //!
 //! Measured (limit 10): seed-examples R@1 0.944 (the maximum: seed-07 needs two tools), MRR 1.0,
-//! gibberish abstains; mcptoolbench R@1 0.645, R@5 0.831, MRR 0.716; toollens R@5 0.331,
-//! MRR 0.500. Speed: search median 4.5–34 µs on the 557-tool deployment catalog, 30–360 µs on
-//! 11,739 tools; build of 11,739 tools 284 ms (`benches/search.rs`).
+//! gibberish abstains; mcptoolbench R@1 0.730, R@5 0.898, MRR 0.794; toollens R@5 0.354,
+//! MRR 0.522. Speed: see `benches/search.rs`.
 
 mod aliases;
 pub mod analyzer;
@@ -141,7 +181,10 @@ impl Field {
 #[derive(Debug, Clone)]
 struct Params {
     k1: f64,
-    b: f64,
+    /// BM25 length normalisation of each field (indexed by `Field as usize`).
+    b: [f64; FIELDS],
+    /// Length normalisation of a source read as one document.
+    source_b: f64,
     /// BM25F weight of each field (indexed by `Field as usize`).
     field_weight: [f64; FIELDS],
     /// idf is raised to this power.
@@ -168,17 +211,22 @@ struct Params {
     source_weight: f64,
     /// A tool missing the rarest word still qualifies with this share of the best coverage.
     gate_floor: f64,
-    /// Results below this share of the best score are dropped.
+    /// A short query's results below this share of the best score are dropped.
     relative_cut: f64,
-    /// Abstention applies to queries with at most this many content words ...
-    abstain_max_words: usize,
-    /// ... whose best tool covers less than this share of the query.
+    /// A query of at most this many content words is short: gated, and abstains ...
+    short_query_words: usize,
+    /// ... when its best tool covers less than this share of it (see `Index::abstains`) ...
     abstain_coverage: f64,
+    /// ... or less than this share though one of its words labels the tool.
+    abstain_label_coverage: f64,
 }
 
 const PARAMS: Params = Params {
     k1: 1.5,
-    b: 0.85,
+    // descriptions fully normalised (a verbose one mentions much in passing); parameter
+    // descriptions not at all (a list of separate texts: its length counts parameters)
+    b: [0.85, 0.85, 0.85, 1.0, 0.85, 0.0],
+    source_b: 0.85,
     field_weight: [4.0, 1.5, 2.0, 2.0, 2.0, 1.6],
     idf_power: 0.7,
     alias_weight: 0.5,
@@ -188,13 +236,14 @@ const PARAMS: Params = Params {
     typo_weight: 0.8,
     literal_weight: 0.5,
     name_bonus: 1.5,
-    coverage_power: 1.5,
+    coverage_power: 0.6,
     pair_weight: 0.6,
     source_weight: 0.8,
     gate_floor: 0.2,
     relative_cut: 0.05,
-    abstain_max_words: 5,
+    short_query_words: 4,
     abstain_coverage: 0.6,
+    abstain_label_coverage: 0.35,
 };
 
 /// A term's occurrence in one tool.
@@ -250,7 +299,29 @@ pub struct Index {
     surfaces: Vec<(String, u32)>,
     surface_ids: FxHashMap<String, u32>,
     /// Adjacent term pairs (`zip code`, `press key`) → tools, with the fields they occur in.
-    pairs: FxHashMap<u64, Vec<(u32, u8)>>,
+    pairs: PairTable,
+}
+
+/// Adjacent term pairs → the tools they occur in, stored flat: one hash entry per pair and one
+/// array for all occurrences, so building it allocates nothing per pair.
+#[derive(Debug, Default)]
+struct PairTable {
+    /// Pair key ([`pair_key`]) → pair id.
+    ids: FxHashMap<u64, u32>,
+    /// Pair id → its first entry; one more than there are pairs.
+    offsets: Vec<u32>,
+    /// (tool, `Field::bit`s of the fields the pair occurs in), by pair id, then tool.
+    entries: Vec<(u32, u8)>,
+}
+
+impl PairTable {
+    /// The tools where `key`'s two terms occur adjacent, in tool order.
+    fn get(&self, key: u64) -> &[(u32, u8)] {
+        match self.ids.get(&key) {
+            Some(&id) => &self.entries[self.offsets[id as usize] as usize..self.offsets[id as usize + 1] as usize],
+            None => &[],
+        }
+    }
 }
 
 impl Default for Index {

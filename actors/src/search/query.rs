@@ -2,7 +2,7 @@
 //! a weight; plus adjacent word pairs, and the tools whose name the query spells.
 
 use super::aliases::{self, AliasMatch};
-use super::analyzer::{self, is_stop_word};
+use super::analyzer::{self, is_stop_word, QueryWord};
 use super::{names, pair_key, Index, PARAMS};
 
 /// One query word, analysed: the index terms it may match and how much each counts.
@@ -61,18 +61,19 @@ impl Index {
     pub(super) fn prepare(&self, query: &str) -> Prepared {
         let p = &PARAMS;
         let mut groups: Vec<Group> = Vec::new();
-        let words = analyzer::query_words(query);
-        let content: Vec<&(String, bool)> = words.iter().filter(|(w, _)| !is_stop_word(w)).collect();
+        let words = self.glue_camel_case(analyzer::query_words(query));
+        let content: Vec<&QueryWord> = words.iter().filter(|w| !is_stop_word(&w.text)).collect();
         // A query of only stop words ("all", "me") still means something: keep them.
-        let chosen: Vec<&(String, bool)> = if content.is_empty() {
+        let chosen: Vec<&QueryWord> = if content.is_empty() {
             words.iter().collect()
         } else {
             content
         };
         let alias_table = aliases::table();
-        for (w, literal) in chosen {
+        for qw in chosen {
+            let w = qw.text.as_str();
             let stem = self.analyzer.stem(w);
-            let factor = if *literal { p.literal_weight } else { 1.0 };
+            let factor = if qw.literal { p.literal_weight } else { 1.0 };
             if let Some(g) = groups.iter_mut().find(|g| g.word == stem) {
                 // seen before; an intent occurrence outranks a literal one
                 if factor > g.factor {
@@ -112,7 +113,12 @@ impl Index {
             if stem_len >= 4 {
                 if let Some(ts) = self.affixes.get(stem.as_str()) {
                     for &t in ts {
-                        if self.terms[t as usize].in_source {
+                        // a word more common than the source name is a word, not that source
+                        // (`search` is not the `casinosearch` server)
+                        let common = known.is_some_and(|k| {
+                            self.terms[k as usize].postings.len() >= self.terms[t as usize].postings.len()
+                        });
+                        if self.terms[t as usize].in_source && !common {
                             // `mail` with a `gmail` server: the word names that server
                             push(&mut exps, t, 1.0, ExpansionKind::Substring);
                             if let Some(e) = exps.iter_mut().find(|e| e.kind == ExpansionKind::Word) {
@@ -144,11 +150,11 @@ impl Index {
         }
         let mut pairs: Vec<(u64, f64)> = Vec::new();
         let mut prev: Option<(u32, f64)> = None;
-        for (w, literal) in &words {
-            if is_stop_word(w) {
+        for qw in &words {
+            if is_stop_word(&qw.text) {
                 continue;
             }
-            let cur = self.term(&self.analyzer.stem(w)).filter(|_| !literal);
+            let cur = self.term(&self.analyzer.stem(&qw.text)).filter(|_| !qw.literal);
             if let (Some((a, ia)), Some(b)) = (prev, cur) {
                 if a != b {
                     let ib = self.terms[b as usize].idf;
@@ -205,6 +211,34 @@ impl Index {
             name_matches,
             exact,
         }
+    }
+
+    /// A camelCase word the catalog knows whole (`eBay`, `iPhone`, `GitHub`) is that one word,
+    /// not its parts (`e`, `bay`); otherwise the parts stand (`searchPapers`).
+    fn glue_camel_case(&self, words: Vec<QueryWord>) -> Vec<QueryWord> {
+        if !words.iter().any(|w| w.camel) {
+            return words;
+        }
+        let mut out: Vec<QueryWord> = Vec::with_capacity(words.len());
+        let mut i = 0;
+        while i < words.len() {
+            let end = i + 1 + words[i + 1..].iter().take_while(|w| w.camel).count();
+            if end > i + 1 {
+                let glued: String = words[i..end].iter().map(|w| w.text.as_str()).collect();
+                if self.term(&self.analyzer.stem(&glued)).is_some() {
+                    out.push(QueryWord {
+                        text: glued,
+                        literal: words[i].literal,
+                        camel: false,
+                    });
+                    i = end;
+                    continue;
+                }
+            }
+            out.extend_from_slice(&words[i..end]);
+            i = end;
+        }
+        out
     }
 
     /// Name-field terms one edit away from an unknown query word: a deletion of the query is

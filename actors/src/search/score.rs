@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 
-use super::query::Prepared;
+use super::query::{ExpansionKind, Prepared};
 use super::{Field, Hit, Index, ALL_FIELDS, PARAMS};
 
 /// Per-tool accumulators of one search.
@@ -23,6 +23,9 @@ pub(super) struct Acc {
     pub rarest: bool,
     /// The tool's source's own score.
     pub source: f64,
+    /// Importance of the groups matched other than through a synonym (the word itself, its
+    /// translation, an affix or a typo).
+    pub direct_importance: f64,
 }
 
 /// A group's best match in one tool.
@@ -31,6 +34,8 @@ struct Best {
     value: f64,
     name: bool,
     label: bool,
+    /// Reached other than through a synonym.
+    direct: bool,
 }
 
 /// Dense per-tool buffers reused across searches on a thread: a search touches only the
@@ -86,6 +91,7 @@ impl Index {
                         group_touched.push(p.doc);
                     }
                     b.value = b.value.max(v);
+                    b.direct |= e.kind != ExpansionKind::Alias;
                     // any of the word's terms in the name counts (`email` → `message`)
                     b.name |= p.fields & Field::Name.bit() != 0;
                     b.label |= p.fields & Field::LABELS != 0;
@@ -99,6 +105,9 @@ impl Index {
                 }
                 let a = &mut acc[d as usize];
                 a.bm25 += b.value;
+                if b.direct {
+                    a.direct_importance += g.importance;
+                }
                 a.importance += g.importance;
                 a.name_hits += u16::from(b.name);
                 a.label_hits += u16::from(b.label);
@@ -107,11 +116,9 @@ impl Index {
             group_touched.clear();
         }
         for (key, idf) in &q.pairs {
-            if let Some(ds) = self.pairs.get(key) {
-                for &(d, bits) in ds {
-                    if seen[d as usize] {
-                        acc[d as usize].pairs += PARAMS.pair_weight * idf * pair_field_weight(bits);
-                    }
+            for &(d, bits) in self.pairs.get(*key) {
+                if seen[d as usize] {
+                    acc[d as usize].pairs += PARAMS.pair_weight * idf * pair_field_weight(bits);
                 }
             }
         }
@@ -179,13 +186,23 @@ impl Index {
     }
 
     /// Whether the query reads as a request for something the catalog does not offer: a short
-    /// request whose best tool matches none of its words by name, source or title, and covers
-    /// little of it.
+    /// request whose best tool covers little of it (unknown words included). Under 60% with
+    /// none of its words in the tool's name, source or title — for five words only when
+    /// synonyms carry most of that, since matching a request only through synonyms is weak
+    /// evidence that the tool does what it asks; under 35% even with such a word.
     pub(super) fn abstains(q: &Prepared, best: &Acc) -> bool {
         let p = &PARAMS;
+        let n = q.groups.len();
+        if n > p.short_query_words + 1 {
+            return false;
+        }
         let whole = q.total_importance + q.unknown_importance;
         let covered = if whole > 0.0 { best.importance / whole } else { 0.0 };
-        q.groups.len() <= p.abstain_max_words && best.label_hits == 0 && covered < p.abstain_coverage
+        if best.label_hits > 0 {
+            return n <= p.short_query_words && covered < p.abstain_label_coverage;
+        }
+        let through_synonyms = best.importance - best.direct_importance > 0.5 * best.importance;
+        covered < p.abstain_coverage && (n <= p.short_query_words || through_synonyms)
     }
 
     pub(super) fn rank(&self, q: &Prepared, accs: &[(u32, Acc)], limit: usize) -> Vec<Hit> {
@@ -196,7 +213,7 @@ impl Index {
             .enumerate()
             .filter(|(_, (_, a))| {
                 // long requests are not gated: coverage already ranks their stray matches low
-                q.groups.len() > p.abstain_max_words || a.rarest || Index::coverage(q, a) >= p.gate_floor * max_cov
+                q.groups.len() > p.short_query_words || a.rarest || Index::coverage(q, a) >= p.gate_floor * max_cov
             })
             .map(|(i, (d, a))| (self.final_score(q, *d, a), *d, i))
             .collect();
@@ -218,7 +235,10 @@ impl Index {
             }
         }
         let top = scored.first().map_or(0.0, |s| s.0);
-        scored.retain(|s| s.0 >= p.relative_cut * top);
+        // a long request's other needs score far below its main one: not cut
+        if q.groups.len() <= p.short_query_words {
+            scored.retain(|s| s.0 >= p.relative_cut * top);
+        }
 
         // name slots: the exact name first, then names the query spells, each once
         let mut slots: Vec<u32> = q.exact.into_iter().collect();

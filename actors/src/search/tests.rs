@@ -50,6 +50,8 @@ fn words_split_separators_camel_case_and_acronyms() {
         ["thread", "id", "include", "body", "html"]
     );
     assert_eq!(words("HTMLParser v2"), ["html", "parser", "v2"]);
+    // a plural acronym is one word
+    assert_eq!(words("listURLs IDs"), ["list", "urls", "ids"]);
 }
 
 #[test]
@@ -74,14 +76,30 @@ fn analyzer_removes_stop_words_and_stems() {
 #[test]
 fn query_words_mark_pasted_values_as_literal() {
     let w = query_words("read ./src/main.rs and 'Project Overview' from bob@example.com 2023 now");
-    let literal: Vec<&str> = w.iter().filter(|(_, l)| *l).map(|(w, _)| w.as_str()).collect();
-    let intent: Vec<&str> = w.iter().filter(|(_, l)| !*l).map(|(w, _)| w.as_str()).collect();
+    let literal: Vec<&str> = w.iter().filter(|w| w.literal).map(|w| w.text.as_str()).collect();
+    let intent: Vec<&str> = w.iter().filter(|w| !w.literal).map(|w| w.text.as_str()).collect();
     assert_eq!(intent, ["read", "and", "from", "now"]);
     assert_eq!(
         literal,
         ["src", "main", "rs", "project", "overview", "bob", "example", "com", "2023"]
     );
-    assert!(query_words("user's profile").iter().all(|(_, l)| !l));
+    assert!(query_words("user's profile").iter().all(|w| !w.literal));
+}
+
+#[test]
+fn query_words_remember_camel_case_splits() {
+    let w = query_words("eBay URLs searchPapers");
+    let parts: Vec<(&str, bool)> = w.iter().map(|w| (w.text.as_str(), w.camel)).collect();
+    assert_eq!(
+        parts,
+        [
+            ("e", false),
+            ("bay", true),
+            ("urls", false),
+            ("search", false),
+            ("papers", true)
+        ]
+    );
 }
 
 #[test]
@@ -237,4 +255,47 @@ fn empty_index_answers_nothing() {
 fn index_is_shareable_across_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Index>();
+}
+
+fn top_in(catalog: &str, query: &str) -> Vec<String> {
+    let tools = load_catalog(catalog).expect("fixture parses");
+    let index = Index::build(&tools);
+    names(&tools, &index.search(query, 5))
+}
+
+#[test]
+fn a_camel_case_brand_the_catalog_knows_whole_stays_whole() {
+    let catalog = r#"{"tools": [
+      {"name": "shop-search_products", "description": "Search for products on Ebay in a given country"},
+      {"name": "maps-bay_area", "description": "Points of interest around the bay: beaches, piers, marinas"},
+      {"name": "shop-list_deals", "description": "Deals of the day"}
+    ]}"#;
+    assert_eq!(top_in(catalog, "eBay search")[0], "shop-search_products");
+    // a split the catalog does not know whole keeps its parts
+    assert_eq!(top("searchPapers"), top("search papers"));
+}
+
+#[test]
+fn parameter_values_the_schema_enumerates_are_searchable() {
+    let catalog = r#"{"tools": [
+      {"name": "web-search", "description": "Search the web",
+       "inputSchema": {"type": "object", "properties": {
+         "topic": {"type": "string", "enum": ["general", "news"]},
+         "country": {"type": "string", "enum": ["france", "italy"]}}}},
+      {"name": "web-fetch", "description": "Fetch a web page and return its text"}
+    ]}"#;
+    assert_eq!(top_in(catalog, "web news about france")[0], "web-search");
+}
+
+#[test]
+fn a_common_word_is_not_read_as_the_source_containing_it() {
+    let catalog = r#"{"tools": [
+      {"name": "casinosearch-tournaments", "server": "casinosearch", "description": "Casino tournaments list"},
+      {"name": "books-search", "server": "books", "description": "Search books by title"},
+      {"name": "books-get", "server": "books", "description": "Get a book"},
+      {"name": "films-search", "server": "films", "description": "Search films by title"}
+    ]}"#;
+    let t = top_in(catalog, "search books by title");
+    assert_eq!(t[0], "books-search");
+    assert!(!t.contains(&"casinosearch-tournaments".to_string()), "{t:?}");
 }
