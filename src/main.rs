@@ -33,6 +33,8 @@ enum Command {
     Search(cli::search::SearchArgs),
     /// Measure retrieval quality on a query set with gold labels.
     Eval(cli::eval::EvalArgs),
+    /// Run only the embedded demo upstream (for benchmarks and offline stacks).
+    DemoUpstream(cli::upstream::UpstreamArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
         Command::Demo => demo(),
         Command::Search(args) => args.run(),
         Command::Eval(args) => args.run(),
+        Command::DemoUpstream(args) => args.run(),
     }
 }
 

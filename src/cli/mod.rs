@@ -4,3 +4,4 @@
 pub mod demo;
 pub mod eval;
 pub mod search;
+pub mod upstream;
