@@ -281,3 +281,25 @@ async fn replies_above_the_result_cap_are_refused_not_buffered() {
     assert_eq!(s["structuredContent"]["results"][0]["name"], "a-one");
     p.stop().await;
 }
+
+#[actix_web::test]
+async fn search_and_describe_answer_while_a_refresh_runs() {
+    let a = upstream(vec![tool("a-one", "Send a postcard.", &[])], true, false).await;
+    let p = start_proxy(vec![upstream_config("a", &a.url)], catalog_config(None)).await;
+    a.control.set_list_delay(Duration::from_millis(2000));
+    let url = p.url.clone();
+    let refresh = actix_web::rt::spawn(async move { call(&url, "mcp_refresh", json!({})).await });
+    actix_web::rt::time::sleep(Duration::from_millis(200)).await;
+    let started = std::time::Instant::now();
+    let s = call(&p.url, "mcp_search", json!({"query": "postcard"})).await;
+    let d = call(&p.url, "mcp_describe", json!({"names": ["a-one"]})).await;
+    let waited = started.elapsed();
+    assert_eq!(s["structuredContent"]["results"][0]["name"], "a-one");
+    assert_eq!(d["structuredContent"]["not_found"], json!([]));
+    assert!(
+        waited < Duration::from_millis(1500),
+        "search waited for the refresh: {waited:?}"
+    );
+    assert_ne!(refresh.await.unwrap()["isError"], true);
+    p.stop().await;
+}

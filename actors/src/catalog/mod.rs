@@ -245,18 +245,7 @@ impl CatalogActor {
     /// The background refresh period: `CATALOG_TTL_SEC`, shortened to the smallest `ttlMs` a
     /// modern upstream asked for (never below `MIN_TTL`). `None` when background refresh is off.
     fn effective_ttl(&self) -> Option<Duration> {
-        let ttl = self.cfg.ttl?;
-        let hinted = self
-            .snapshot
-            .upstreams
-            .iter()
-            .filter_map(|u| u.ttl_ms)
-            .min()
-            .map(Duration::from_millis);
-        Some(match hinted {
-            Some(h) => h.clamp(MIN_TTL.min(ttl), ttl),
-            None => ttl,
-        })
+        effective_ttl(self.cfg.ttl, self.snapshot.upstreams.iter().filter_map(|u| u.ttl_ms))
     }
 
     fn trigger(&mut self, reason: RefreshReason, waiter: Option<Waiter>, ctx: &mut Context<Self>) {
@@ -479,6 +468,16 @@ impl Handler<Refresh> for CatalogActor {
     }
 }
 
+/// `CATALOG_TTL_SEC` shortened to the smallest positive `ttlMs` hint, but not below `MIN_TTL`
+/// (nor above the configured period); `None` when background refresh is off.
+fn effective_ttl(configured: Option<Duration>, hints_ms: impl Iterator<Item = u64>) -> Option<Duration> {
+    let ttl = configured?;
+    Some(match hints_ms.filter(|h| *h > 0).min().map(Duration::from_millis) {
+        Some(h) => h.clamp(MIN_TTL.min(ttl), ttl),
+        None => ttl,
+    })
+}
+
 /// Reads the manifest at `path`, logging what happened; `None` if absent or unusable (the
 /// catalog then starts empty, and the file is replaced after the first good refresh).
 pub fn load_manifest_logged(path: &std::path::Path) -> Option<manifest::Manifest> {
@@ -652,6 +651,33 @@ fn jitter(ttl: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ttl_hints_shorten_the_period_within_bounds() {
+        let min = Duration::from_secs;
+        assert_eq!(effective_ttl(None, [60_000].into_iter()), None, "off stays off");
+        assert_eq!(effective_ttl(Some(min(1800)), std::iter::empty()), Some(min(1800)));
+        assert_eq!(
+            effective_ttl(Some(min(1800)), [300_000, 600_000].into_iter()),
+            Some(min(300))
+        );
+        assert_eq!(
+            effective_ttl(Some(min(1800)), [1_000].into_iter()),
+            Some(MIN_TTL),
+            "never below the minimum"
+        );
+        assert_eq!(
+            effective_ttl(Some(min(1800)), [0].into_iter()),
+            Some(min(1800)),
+            "0 is no hint"
+        );
+        assert_eq!(
+            effective_ttl(Some(min(600)), [3_600_000].into_iter()),
+            Some(min(600)),
+            "never above the setting"
+        );
+        assert_eq!(effective_ttl(Some(min(10)), [1_000].into_iter()), Some(min(10)));
+    }
 
     #[test]
     fn jitter_stays_within_ten_percent() {
