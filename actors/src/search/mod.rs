@@ -112,7 +112,7 @@ mod build;
 pub mod eval;
 mod explain;
 mod fxhash;
-mod names;
+pub mod names;
 mod query;
 mod score;
 #[cfg(test)]
