@@ -141,4 +141,16 @@ mod tests {
     fn normalize_folds_case_and_separators() {
         assert_eq!(normalize("  A--b__c "), "a_b_c");
     }
+
+    #[test]
+    fn one_edit_means_one_insertion_deletion_substitution_or_swap() {
+        assert!(within_one_edit("abcd", "abcd"));
+        assert!(within_one_edit("abcd", "abxd"));
+        assert!(within_one_edit("abcd", "abd"));
+        assert!(within_one_edit("abd", "abcd"));
+        assert!(within_one_edit("abcd", "bacd"));
+        assert!(within_one_edit("abcd", "abdc"));
+        assert!(!within_one_edit("abcd", "badc"));
+        assert!(!within_one_edit("abcd", "ab"));
+    }
 }
