@@ -142,7 +142,8 @@ pub async fn run(cfg: Config, listener: TcpListener) -> std::io::Result<()> {
     out
 }
 
-async fn shutdown_signal() {
+/// Resolves on SIGINT or SIGTERM (Ctrl-C elsewhere).
+pub async fn shutdown_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

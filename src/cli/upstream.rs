@@ -67,7 +67,7 @@ impl UpstreamArgs {
             let upstream = demo::start(opts, &bind).await?;
             println!("{} ({n} tools)", upstream.url);
             let _ = std::io::stdout().flush();
-            shutdown_signal().await;
+            crate::server::shutdown_signal().await;
             upstream.stop().await;
             Ok::<(), std::io::Error>(())
         });
@@ -103,23 +103,6 @@ pub fn tools_of(text: &str) -> Result<Vec<Value>, String> {
         return Ok(out);
     }
     Err("expected a `tools` or an `upstreams` array".into())
-}
-
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
-            (Ok(mut i), Ok(mut t)) => {
-                tokio::select! { _ = i.recv() => {}, _ = t.recv() => {} }
-            }
-            _ => std::future::pending::<()>().await,
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }
 
 #[cfg(test)]
