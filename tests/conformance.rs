@@ -86,10 +86,12 @@ fn run(node: &Path, entry: &Path, args: &[&str], env: &[(&str, &str)]) {
     eprintln!("conformance {}:\n{}", args.join(" "), summary.join("\n"));
     assert!(
         output.status.success(),
-        "conformance {} failed ({:?}):\n{text}",
+        "conformance {} failed ({:?}); results kept in {}:\n{text}",
         args.join(" "),
-        output.status.code()
+        output.status.code(),
+        out_dir.display()
     );
+    let _ = std::fs::remove_dir_all(&out_dir);
 }
 
 async fn proxy_with_demo() -> (mcp_search_proxy::demo::RunningUpstream, TestProxy) {
