@@ -8,7 +8,8 @@
 #     trivial tool implementations), called directly, through mcp-search-proxy (`mcp_call`) and
 #     through FastMCP 4.2.3's proxy (`create_proxy(url, mode="auto")`, benches/fastmcp_proxy.py);
 #   - `mcp_search` through the proxy on the 557- and the 11,739-tool catalogs;
-#   - at concurrency 1, 16 and 64 with the closed-loop load generator benches/load.rs;
+#   - at concurrency 1, 16 and 64 with the closed-loop load generator benches/load.rs, plus the
+#     same call at c=64 when the tool takes 5 ms (a second fake upstream, --call-delay-ms);
 #   - the proxy's peak RSS (VmHWM) idle and after load with both catalogs, the time from process
 #     start to /readyz 200 from an 11,739-tool manifest, and the full refresh time of 11,739 tools.
 #
@@ -19,6 +20,7 @@
 #                     FastMCP call takes seconds, so a short window would see few replies)
 #   THREADS           load generator threads (default 1)
 #   BIG_PAGE_SIZE     tools/list page size of the 11,739-tool upstream (default 500)
+#   SLOW_TOOL_MS      how long the tool of the extra c=64 row takes (default 5)
 #   CATALOGS          catalog directory (default ../shared/bench/catalogs)
 #   OUT               keep raw JSON results and logs in this directory (default: a temporary
 #                     directory, removed at exit)
@@ -44,6 +46,8 @@ CONCURRENCY=(1 16 64)
 # The 11,739 definitions are 21 MB of JSON, above the proxy's default MAX_RESULT_BYTES (16 MiB)
 # for one reply; the fake upstream pages its tools/list as large servers do.
 BIG_PAGE_SIZE="${BIG_PAGE_SIZE:-500}"
+# Duration of the tool in the extra "realistic tool" row (milliseconds).
+SLOW_TOOL_MS="${SLOW_TOOL_MS:-5}"
 
 log() { printf '[compare] %s\n' "$*" >&2; }
 die() { printf '[compare] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -119,8 +123,8 @@ ticks_of() {
 # Processes whose CPU time each load phase records, as "name:pid" words.
 CPU_PIDS=()
 
-record() { # key value...
-  python3 -c 'import json,sys; print(json.dumps({"key": sys.argv[1], "value": sys.argv[2:] if len(sys.argv) > 3 else sys.argv[2]}))' "$@" >>"$RESULTS"
+record() { # key value... (one value: a string; several: a list)
+  python3 -c 'import json,sys; v = sys.argv[2:]; print(json.dumps({"key": sys.argv[1], "value": v if len(v) != 1 else v[0]}))' "$@" >>"$RESULTS"
 }
 
 start_upstream() { # catalog port logfile [demo-upstream options...]
@@ -151,7 +155,7 @@ load() { # label url mode concurrency warmup duration
   for np in "${CPU_PIDS[@]}"; do after+=("$(ticks_of "${np#*:}")"); done
   local i cpu=()
   for i in "${!CPU_PIDS[@]}"; do cpu+=("${CPU_PIDS[$i]%%:*}=$((after[i] - before[i]))"); done
-  record "cpu $label" "${cpu[@]}"
+  if ((${#cpu[@]} > 0)); then record "cpu $label" "${cpu[@]}"; fi
 }
 
 mcp_refresh() { # proxy-url -> "duration_ms wall_ms"
@@ -245,6 +249,24 @@ CPU_PIDS=()
 stop_pid "$UP_PID"
 forget_pid "$UP_PID"
 
+# The same at c=64 with a tool that takes SLOW_TOOL_MS (I/O wait, no CPU), as real tools do.
+UP_PORT=$(free_port)
+start_upstream "$CAT_SMALL" "$UP_PORT" "$WORK/upstream-slow.log" --call-delay-ms "$SLOW_TOOL_MS"
+UP_PID=$LAST_PID
+UP_URL="http://127.0.0.1:$UP_PORT/mcp"
+PX_PORT=$(free_port)
+start_proxy "$UP_URL" "$PX_PORT" "$WORK/proxy-slow.log"
+PX_PID=$LAST_PID
+wait_http "http://127.0.0.1:$PX_PORT/readyz" 200 60
+CPU_PIDS=("upstream:$UP_PID" "proxy:$PX_PID")
+load "slow direct c=64" "$UP_URL" direct 64 "$WARMUP" "$DURATION"
+load "slow proxy c=64" "http://127.0.0.1:$PX_PORT/mcp" proxy-call 64 "$WARMUP" "$DURATION"
+CPU_PIDS=()
+stop_pid "$PX_PID"
+forget_pid "$PX_PID"
+stop_pid "$UP_PID"
+forget_pid "$UP_PID"
+
 # ------------------------------------------------------------------ 11,739 tools
 UP_PORT=$(free_port)
 start_upstream "$CAT_BIG" "$UP_PORT" "$WORK/upstream-11k.log" --page-size "$BIG_PAGE_SIZE"
@@ -294,11 +316,11 @@ record load_after "$(cut -d' ' -f1-3 /proc/loadavg)"
 record elapsed_s "$(($(date +%s) - T_START))"
 
 # ------------------------------------------------------------------ the table
-python3 - "$RESULTS" "$DURATION" "$WARMUP" "$THREADS" "$FASTMCP_DURATION" "$FASTMCP_WARMUP" "$(getconf CLK_TCK)" <<'PY'
+python3 - "$RESULTS" "$DURATION" "$WARMUP" "$THREADS" "$FASTMCP_DURATION" "$FASTMCP_WARMUP" "$(getconf CLK_TCK)" "$SLOW_TOOL_MS" <<'PY'
 import json, sys
 
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-duration, warmup, threads, fm_duration, fm_warmup, clk_tck = sys.argv[2:8]
+duration, warmup, threads, fm_duration, fm_warmup, clk_tck, slow_ms = sys.argv[2:9]
 load = {r["label"]: r for r in rows if "label" in r and r.get("mode") != "ready"}
 ready = next((r for r in rows if r.get("mode") == "ready"), None)
 kv = {r["key"]: r["value"] for r in rows if "key" in r}
@@ -350,6 +372,9 @@ for c in (1, 16, 64):
     fm, up_f = cpu_us(f"fastmcp c={c}", "fastmcp"), cpu_us(f"fastmcp c={c}", "upstream")
     add(f"| CPU time per `tools/call`, c={c}: the proxy (upstream) | {us(up_d)} (upstream) | {us(px)} ({us(up_p)}) "
         f"| {us(fm)} ({us(up_f)}) | {ratio(px, up_d)} | {ratio(px, fm)} | | |")
+d, p = load["slow direct c=64"], load["slow proxy c=64"]
+add(f"| `tools/call` c=64, a tool that takes {slow_ms} ms: req/s, p50, p99 | {rps(d['rps'])}, {ms(d['p50_us'])}, {ms(d['p99_us'])} "
+    f"| {rps(p['rps'])}, {ms(p['p50_us'])}, {ms(p['p99_us'])} | — | {ratio(p['rps'], d['rps'])} (req/s) | — | | |")
 for c in (1, 16, 64):
     s = load[f"search557 c={c}"]
     add(f"| `mcp_search`, 557 tools, c={c} | — | {rps(s['rps'])}, p50 {ms(s['p50_us'])}, p99 {ms(s['p99_us'])}; "

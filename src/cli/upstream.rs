@@ -33,6 +33,9 @@ pub struct UpstreamArgs {
     /// Split `tools/list` into pages of this many tools.
     #[arg(long)]
     pub page_size: Option<usize>,
+    /// Make every `tools/call` wait this many milliseconds before answering (an I/O-bound tool).
+    #[arg(long, default_value_t = 0)]
+    pub call_delay_ms: u64,
 }
 
 impl UpstreamArgs {
@@ -63,8 +66,10 @@ impl UpstreamArgs {
             ..UpstreamOptions::default()
         };
         let bind = self.bind.clone();
+        let delay = std::time::Duration::from_millis(self.call_delay_ms);
         let out = actix_web::rt::System::new().block_on(async move {
             let upstream = demo::start(opts, &bind).await?;
+            upstream.control.set_call_delay(delay);
             println!("{} ({n} tools)", upstream.url);
             let _ = std::io::stdout().flush();
             crate::server::shutdown_signal().await;

@@ -728,6 +728,7 @@ impl Connection {
                     bearer: self.spec.token.as_deref(),
                     session_id: session_id.as_deref(),
                     protocol_version: Some(&version),
+                    idempotent: method != "tools/call",
                     ..Default::default()
                 }
             }
@@ -750,6 +751,7 @@ impl Connection {
                     method: Some(method),
                     name: encoded_name.as_deref(),
                     params: &param_headers,
+                    idempotent: method != "tools/call",
                 }
             }
         };
@@ -853,6 +855,7 @@ impl Connection {
             bearer: self.spec.token.as_deref(),
             protocol_version: Some(modern::LATEST_MODERN),
             method: Some("server/discover"),
+            idempotent: true,
             ..Default::default()
         };
         let reply = transport::post(
@@ -904,6 +907,7 @@ impl Connection {
         let body = jsonrpc::request(&id, "initialize", Some(params));
         let headers = RequestHeaders {
             bearer: self.spec.token.as_deref(),
+            idempotent: true,
             ..Default::default()
         };
         let reply = transport::post(
@@ -945,6 +949,7 @@ impl Connection {
             bearer: self.spec.token.as_deref(),
             session_id: session_id.as_deref(),
             protocol_version: Some(&negotiated),
+            idempotent: true,
             ..Default::default()
         };
         let ack = transport::post(

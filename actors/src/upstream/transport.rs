@@ -26,6 +26,9 @@ pub struct RequestHeaders<'a> {
     pub name: Option<&'a str>,
     /// Modern era: `Mcp-Param-*` headers (already encoded).
     pub params: &'a [(String, String)],
+    /// Safe to send twice: when a pooled keep-alive connection turns out to have been closed by
+    /// the upstream (no reply at all), the message is sent once more on a fresh connection.
+    pub idempotent: bool,
 }
 
 /// The parts of an upstream reply the session layer needs.
@@ -57,29 +60,40 @@ pub async fn post(
     max_bytes: usize,
     on_notification: NotificationSink<'_>,
 ) -> Result<Reply, UpstreamError> {
-    let mut req = client
-        .post(url)
-        .insert_header((header::CONTENT_TYPE, "application/json"))
-        .insert_header((header::ACCEPT, "application/json, text/event-stream"));
-    if let Some(token) = headers.bearer {
-        req = req.insert_header((header::AUTHORIZATION, format!("Bearer {token}")));
-    }
-    if let Some(sid) = headers.session_id {
-        req = req.insert_header(("Mcp-Session-Id", sid));
-    }
-    if let Some(v) = headers.protocol_version {
-        req = req.insert_header(("MCP-Protocol-Version", v));
-    }
-    if let Some(m) = headers.method {
-        req = req.insert_header(("Mcp-Method", m));
-    }
-    if let Some(n) = headers.name {
-        req = req.insert_header(("Mcp-Name", n));
-    }
-    for (k, v) in headers.params {
-        req = req.insert_header((k.as_str(), v.as_str()));
-    }
-    let mut resp = req.send_body(body).await.map_err(send_error)?;
+    let build = || {
+        let mut req = client
+            .post(url)
+            .insert_header((header::CONTENT_TYPE, "application/json"))
+            .insert_header((header::ACCEPT, "application/json, text/event-stream"));
+        if let Some(token) = headers.bearer {
+            req = req.insert_header((header::AUTHORIZATION, format!("Bearer {token}")));
+        }
+        if let Some(sid) = headers.session_id {
+            req = req.insert_header(("Mcp-Session-Id", sid));
+        }
+        if let Some(v) = headers.protocol_version {
+            req = req.insert_header(("MCP-Protocol-Version", v));
+        }
+        if let Some(m) = headers.method {
+            req = req.insert_header(("Mcp-Method", m));
+        }
+        if let Some(n) = headers.name {
+            req = req.insert_header(("Mcp-Name", n));
+        }
+        for (k, v) in headers.params {
+            req = req.insert_header((k.as_str(), v.as_str()));
+        }
+        req
+    };
+    // An upstream closes idle keep-alive connections on its own schedule; one closed just as it
+    // is reused yields no reply at all (awc: `Disconnected`). Such a message never reached the
+    // upstream, so an idempotent one is sent again; a `tools/call` is not (it reports the error).
+    let mut resp = match build().send_body(body.clone()).await {
+        Err(awc::error::SendRequestError::Connect(awc::error::ConnectError::Disconnected)) if headers.idempotent => {
+            build().send_body(body).await.map_err(send_error)?
+        }
+        r => r.map_err(send_error)?,
+    };
     let status = resp.status().as_u16();
     let session_id = resp
         .headers()
@@ -295,6 +309,15 @@ fn payload_error(e: awc::error::PayloadError, max_bytes: usize) -> UpstreamError
 pub fn build_client(connect_timeout: Duration) -> awc::Client {
     awc::Client::builder()
         .disable_timeout()
-        .connector(awc::Connector::new().timeout(connect_timeout))
+        .connector(
+            awc::Connector::new()
+                .timeout(connect_timeout)
+                .conn_keep_alive(POOL_IDLE),
+        )
         .finish()
 }
+
+/// How long an idle pooled connection is reused: shorter than the 5 s after which uvicorn,
+/// actix-web and Node close idle keep-alive connections, so the proxy drops them first (awc's
+/// default, 15 s, let a request race the upstream's close and fail with no reply).
+const POOL_IDLE: Duration = Duration::from_secs(4);
