@@ -18,7 +18,8 @@
 //! - [`http`]: routes, handlers and the four tools; handlers only send messages to actors.
 //! - [`server`]: starts the actors and the HTTP server (also used in-process by tests).
 //! - [`demo`]: an embedded MCP upstream for `mcp-search-proxy demo` and for fault-injection tests.
-//! - [`cli`]: the `search` and `eval` subcommands (same code path as `mcp_search`).
+//! - [`cli`]: the `demo`, `demo-upstream`, `search` and `eval` subcommands (`search` and `eval`
+//!   run the same code path as `mcp_search`).
 //! - `proxy-actors` (the `actors/` crate): wire types, SSE decoder, search index, actors.
 
 pub mod cli;

@@ -207,6 +207,7 @@ impl UpstreamControl {
     /// Replaces the tools served by `tools/list` and accepted by `tools/call`.
     pub fn set_tools(&self, tools: Vec<Value>) {
         let mut state = self.shared.lock();
+        state.by_name = index_by_name(&tools);
         state.tools = tools;
         // Tell every open GET stream; closed ones are dropped.
         let note = Bytes::from(
@@ -340,6 +341,9 @@ struct Shared {
 #[derive(Debug, Default)]
 struct State {
     tools: Vec<Value>,
+    /// Tool name → position in `tools` (a real server finds its tool without a scan; with
+    /// 11,739 tools the scan cost more than everything else in a call).
+    by_name: HashMap<String, usize>,
     /// Live session id → that session's counter.
     sessions: HashMap<String, u64>,
     /// The counter of stateless mode.
@@ -365,6 +369,7 @@ impl Shared {
                 list_changed: opts.list_changed,
             },
             state: Mutex::new(State {
+                by_name: index_by_name(&opts.tools),
                 tools: opts.tools,
                 ..State::default()
             }),
@@ -730,11 +735,7 @@ fn call_tool(req: &HttpRequest, shared: &Shared, session: Option<&str>, params: 
     state.stats.last_call = Some((name.to_string(), Value::Object(arguments.clone())));
     state.stats.last_headers = header_snapshot(req.headers());
     let delay = state.call_delay;
-    let Some(definition) = state
-        .tools
-        .iter()
-        .find(|tool| tool.get("name").and_then(Value::as_str) == Some(name))
-    else {
+    let Some(definition) = state.by_name.get(name).map(|&i| &state.tools[i]) else {
         return Reply::now(Err(RpcError::new(INVALID_PARAMS, format!("Unknown tool: {name}"))));
     };
     // An expired session cannot reach here (checked above), but stay total anyway.
@@ -924,6 +925,17 @@ fn header_snapshot(headers: &HeaderMap) -> BTreeMap<String, String> {
             .or_insert_with(|| value.into_owned());
     }
     snapshot
+}
+
+/// Position of each tool by name; the first of duplicate names wins, as the scan did.
+fn index_by_name(tools: &[Value]) -> HashMap<String, usize> {
+    let mut by_name = HashMap::with_capacity(tools.len());
+    for (i, tool) in tools.iter().enumerate() {
+        if let Some(name) = tool.get("name").and_then(Value::as_str) {
+            by_name.entry(name.to_string()).or_insert(i);
+        }
+    }
+    by_name
 }
 
 /// Whether an `Accept` value admits both reply types (wildcards count).
