@@ -17,6 +17,8 @@ use crate::http::{self, AppState, HttpSettings};
 /// The running actors of one proxy.
 pub struct Proxy {
     pub catalog: Addr<CatalogActor>,
+    /// The catalog's current snapshot, published by the actor.
+    pub snapshots: tokio::sync::watch::Receiver<std::sync::Arc<proxy_actors::catalog::Snapshot>>,
     pub upstreams: Vec<UpstreamHandle>,
     arbiters: Vec<Arbiter>,
 }
@@ -56,9 +58,12 @@ impl Proxy {
                 addr,
             });
         }
-        let catalog = CatalogActor::with_manifest(catalog_cfg, handles.clone(), manifest).start();
+        let catalog = CatalogActor::with_manifest(catalog_cfg, handles.clone(), manifest);
+        let snapshots = catalog.subscribe();
+        let catalog = catalog.start();
         Proxy {
             catalog,
+            snapshots,
             upstreams: handles,
             arbiters,
         }
@@ -70,7 +75,12 @@ impl Proxy {
             .iter()
             .map(|h| (h.label.clone(), h.addr.clone()))
             .collect();
-        web::Data::new(AppState::new(self.catalog.clone(), map, settings))
+        web::Data::new(AppState::new(
+            self.catalog.clone(),
+            self.snapshots.clone(),
+            map,
+            settings,
+        ))
     }
 
     /// Ends upstream sessions (bounded wait), for a clean shutdown.

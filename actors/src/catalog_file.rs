@@ -44,7 +44,7 @@ pub fn load_catalog(text: &str) -> Result<Vec<CatalogTool>, String> {
             let mut out = Vec::new();
             for u in ups {
                 let tools = parse_tools(&u.label, u.tools)?.into_iter().map(|(t, _)| t);
-                out.extend(assign_sources(&u.label, tools.collect()));
+                out.extend(assign_sources(&u.label, tools.map(std::sync::Arc::new).collect()));
             }
             Ok(out)
         }
@@ -62,7 +62,10 @@ pub fn load_catalog_path(path: &Path) -> Result<Vec<CatalogTool>, String> {
 fn flat(tools: Vec<Value>) -> Result<Vec<CatalogTool>, String> {
     let parsed = parse_tools(FLAT_LABEL, tools)?;
     let servers: Vec<Option<String>> = parsed.iter().map(|(_, s)| s.clone()).collect();
-    let mut out = assign_sources(FLAT_LABEL, parsed.into_iter().map(|(t, _)| t).collect());
+    let mut out = assign_sources(
+        FLAT_LABEL,
+        parsed.into_iter().map(|(t, _)| std::sync::Arc::new(t)).collect(),
+    );
     for (ct, server) in out.iter_mut().zip(servers) {
         if let Some(server) = server.filter(|s| !s.is_empty()) {
             if ct.source == FLAT_LABEL {

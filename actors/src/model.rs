@@ -3,6 +3,8 @@
 //! Pure data, no actix: the search index, the manifest, the CLI's catalog loader and the
 //! catalog actor all share it, so `mcp-search-proxy search` ranks exactly as `mcp_search` does.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::mcp::types::Tool;
@@ -10,8 +12,8 @@ use crate::mcp::types::Tool;
 /// A tool in the merged catalog.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CatalogTool {
-    /// The upstream definition, verbatim.
-    pub tool: Tool,
+    /// The upstream definition, verbatim; shared with the upstream's listing (one copy each).
+    pub tool: Arc<Tool>,
     /// The group a model sees it under: an aggregator's `server-` name prefix, or the upstream
     /// label for an upstream whose names carry no shared prefix.
     pub source: String,
@@ -24,7 +26,7 @@ pub struct CatalogTool {
 /// A name prefix before the first `-` counts as a source when at least two tools of the same
 /// upstream share it (LiteLLM names tools `server-tool`); any other tool belongs to the
 /// upstream's own label. Deterministic and independent of tool order.
-pub fn assign_sources(upstream_label: &str, tools: Vec<Tool>) -> Vec<CatalogTool> {
+pub fn assign_sources(upstream_label: &str, tools: Vec<Arc<Tool>>) -> Vec<CatalogTool> {
     use std::collections::HashMap;
     let mut prefix_counts: HashMap<String, usize> = HashMap::new();
     for t in &tools {
@@ -72,7 +74,7 @@ mod tests {
             tool("browser_click"),
             tool("lonely-tool"),
         ];
-        let out = assign_sources("agg", tools);
+        let out = assign_sources("agg", tools.into_iter().map(Arc::new).collect());
         let sources: Vec<&str> = out.iter().map(|t| t.source.as_str()).collect();
         assert_eq!(sources, ["gmail", "gmail", "agg", "agg"]);
         assert!(out.iter().all(|t| t.upstream == "agg"));

@@ -97,7 +97,7 @@ mod tests {
         let mut tool: crate::mcp::types::Tool = serde_json::from_value(json!({"name": name})).unwrap();
         tool.annotations = annotations;
         CatalogTool {
-            tool,
+            tool: tool.into(),
             source: source.into(),
             upstream: "u".into(),
         }

@@ -4,8 +4,6 @@
 use actix_web::{web, HttpResponse};
 use serde_json::json;
 
-use proxy_actors::catalog::GetSnapshot;
-
 use super::AppState;
 
 pub async fn healthz() -> HttpResponse {
@@ -13,17 +11,16 @@ pub async fn healthz() -> HttpResponse {
 }
 
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
-    match state.catalog.send(GetSnapshot).await {
-        Ok(s) if !s.tools.is_empty() => HttpResponse::Ok().json(json!({
-            "status": "ready",
-            "tools": s.tools.len(),
-            "fingerprint": s.fingerprint,
-        })),
-        Ok(_) => HttpResponse::ServiceUnavailable().json(json!({
+    let s = state.snapshot();
+    if s.tools.is_empty() {
+        return HttpResponse::ServiceUnavailable().json(json!({
             "status": "not ready",
             "reason": "the catalog is empty: no manifest and no upstream has answered yet",
-        })),
-        Err(_) => HttpResponse::ServiceUnavailable()
-            .json(json!({"status": "not ready", "reason": "catalog actor unavailable"})),
+        }));
     }
+    HttpResponse::Ok().json(json!({
+        "status": "ready",
+        "tools": s.tools.len(),
+        "fingerprint": s.fingerprint,
+    }))
 }

@@ -32,7 +32,6 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use proxy_actors::catalog::GetSnapshot;
 use proxy_actors::mcp::jsonrpc::{self, Incoming, Request, RequestId, RpcError};
 use proxy_actors::mcp::{modern, sse, version};
 
@@ -120,13 +119,7 @@ pub async fn post(req: HttpRequest, payload: web::Payload, state: web::Data<AppS
         Era::Modern => None,
     };
     if let Some(sid) = &session {
-        if method != "initialize"
-            && state
-                .sessions
-                .send(sessions::IsEnded(sid.clone()))
-                .await
-                .unwrap_or(false)
-        {
+        if method != "initialize" && state.ended_sessions.contains(sid) {
             return http_error(
                 StatusCode::NOT_FOUND,
                 id,
@@ -233,7 +226,7 @@ async fn dispatch(
     era: Era,
     events: mpsc::UnboundedSender<Value>,
 ) -> Result<Value, Failure> {
-    let snapshot = || async { state.catalog.send(GetSnapshot).await.unwrap_or_default() };
+    let snapshot = || async { state.snapshot() };
     match (era, req.method.as_str()) {
         (Era::Legacy, "initialize") => {
             let params = req.params_object()?;
@@ -412,8 +405,15 @@ pub async fn other_method(req: HttpRequest, state: web::Data<AppState>) -> HttpR
     let modern_claim = header_str(&req, "mcp-protocol-version").is_some_and(modern::is_modern);
     if req.method() == actix_web::http::Method::DELETE && !modern_claim {
         if let Some(sid) = header_str(&req, "mcp-session-id") {
-            state.sessions.do_send(sessions::End(sid.to_string()));
-            return HttpResponse::Ok().finish();
+            // Awaited: a request sent after the DELETE's reply must see the session ended.
+            return match state.sessions.send(sessions::End(sid.to_string())).await {
+                Ok(()) => HttpResponse::Ok().finish(),
+                Err(_) => http_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    None,
+                    RpcError::new(jsonrpc::INTERNAL_ERROR, "Session table unavailable; retry the DELETE"),
+                ),
+            };
         }
     }
     let mut resp = http_error(

@@ -1,7 +1,10 @@
 //! The HTTP face of the proxy: the MCP endpoint, health and readiness.
 //!
-//! Handlers hold no shared locks: they read the catalog through `GetSnapshot` messages and
-//! reach upstreams through their actors' addresses.
+//! Handlers read the catalog's current snapshot from a `watch` channel the catalog actor
+//! publishes to (no message per request), check ended legacy sessions in the set the
+//! `sessions` actor publishes the same way, and otherwise send messages: to upstream actors for
+//! calls, to the catalog for refreshes, to `sessions` to track and cancel calls in flight.
+//! Each published value has one writer, its actor; handlers never take a lock to change state.
 
 pub mod health;
 pub mod mcp;
@@ -14,7 +17,7 @@ use std::sync::Arc;
 use actix::Addr;
 use actix_web::web;
 
-use proxy_actors::catalog::CatalogActor;
+use proxy_actors::catalog::{CatalogActor, Snapshot};
 use proxy_actors::upstream::UpstreamActor;
 
 /// Settings of the HTTP layer.
@@ -27,9 +30,11 @@ pub struct HttpSettings {
     pub listing_max_chars: usize,
 }
 
-/// Shared, read-only state of every worker. Must be created inside an actix `System`.
+/// Shared state of every worker.
 pub struct AppState {
     pub catalog: Addr<CatalogActor>,
+    /// The catalog's current snapshot (see [`AppState::snapshot`]).
+    pub snapshots: tokio::sync::watch::Receiver<Arc<Snapshot>>,
     /// Upstream actors by label (the catalog routes tool → label).
     pub upstreams: HashMap<String, Addr<UpstreamActor>>,
     pub settings: HttpSettings,
@@ -37,21 +42,33 @@ pub struct AppState {
     pub tools_list: Arc<serde_json::Value>,
     /// Legacy client sessions (ended ids, cancel handles of calls in flight).
     pub sessions: Addr<sessions::ClientSessions>,
+    /// The ended legacy session ids, published by `sessions`.
+    pub ended_sessions: sessions::Ended,
 }
 
 impl AppState {
     pub fn new(
         catalog: Addr<CatalogActor>,
+        snapshots: tokio::sync::watch::Receiver<Arc<Snapshot>>,
         upstreams: HashMap<String, Addr<UpstreamActor>>,
         settings: HttpSettings,
     ) -> AppState {
+        let client_sessions = sessions::ClientSessions::default();
+        let ended_sessions = client_sessions.ended();
         AppState {
             catalog,
+            snapshots,
             upstreams,
             settings,
             tools_list: Arc::new(serde_json::json!({ "tools": tools::definitions() })),
-            sessions: actix::Actor::start(sessions::ClientSessions::default()),
+            sessions: actix::Actor::start(client_sessions),
+            ended_sessions,
         }
+    }
+
+    /// The catalog's current snapshot.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshots.borrow().clone()
     }
 }
 

@@ -7,21 +7,75 @@
 //! afterwards, as the spec requires; bounded, oldest forgotten first) and the cancel handles of
 //! calls in flight. A request without an id, or with an id from before a restart, is simply
 //! served: losing this state never breaks a client.
+//!
+//! Every request that carries a session id must know whether it was ended, so the actor
+//! publishes the ended set on a `watch` channel: the actor is its only writer (in place, on
+//! `End`), handlers read it without a message round trip ([`EndedIds::contains`] through
+//! [`Ended`]). Tracking calls in flight stays fire-and-forget messages.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use actix::prelude::*;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 /// At most this many ended session ids are remembered.
 const MAX_ENDED: usize = 100_000;
 
-#[derive(Default)]
+/// The ended session ids, bounded, oldest forgotten first.
+#[derive(Debug, Default)]
+pub struct EndedIds {
+    set: HashSet<String>,
+    order: VecDeque<String>,
+}
+
+impl EndedIds {
+    pub fn contains(&self, id: &str) -> bool {
+        self.set.contains(id)
+    }
+
+    fn insert(&mut self, id: String, cap: usize) {
+        if self.set.insert(id.clone()) {
+            self.order.push_back(id);
+            while self.order.len() > cap {
+                if let Some(old) = self.order.pop_front() {
+                    self.set.remove(&old);
+                }
+            }
+        }
+    }
+}
+
+/// A reader of the ended set, for the HTTP workers.
+#[derive(Clone)]
+pub struct Ended(watch::Receiver<EndedIds>);
+
+impl Ended {
+    /// Whether `id` was ended (a read of the published set; no message).
+    pub fn contains(&self, id: &str) -> bool {
+        self.0.borrow().contains(id)
+    }
+}
+
 pub struct ClientSessions {
-    ended: HashSet<String>,
-    ended_order: VecDeque<String>,
+    ended: watch::Sender<EndedIds>,
     /// (session id, request id as text) → dropping the sender cancels the call.
     inflight: HashMap<(String, String), oneshot::Sender<()>>,
+}
+
+impl Default for ClientSessions {
+    fn default() -> Self {
+        ClientSessions {
+            ended: watch::channel(EndedIds::default()).0,
+            inflight: HashMap::new(),
+        }
+    }
+}
+
+impl ClientSessions {
+    /// A reader of the ended set; take it before starting the actor.
+    pub fn ended(&self) -> Ended {
+        Ended(self.ended.subscribe())
+    }
 }
 
 impl Actor for ClientSessions {
@@ -52,15 +106,10 @@ pub fn mint_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Ends a session: later requests carrying it get 404.
+/// Ends a session: later requests carrying it get 404 (once this message is handled).
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct End(pub String);
-
-/// Whether a session id was ended.
-#[derive(Message)]
-#[rtype(result = "bool")]
-pub struct IsEnded(pub String);
 
 /// Registers an in-flight call so `notifications/cancelled` can reach it.
 #[derive(Message)]
@@ -92,22 +141,7 @@ impl Handler<End> for ClientSessions {
 
     fn handle(&mut self, msg: End, _: &mut Self::Context) {
         self.inflight.retain(|(s, _), _| *s != msg.0);
-        if self.ended.insert(msg.0.clone()) {
-            self.ended_order.push_back(msg.0);
-            while self.ended_order.len() > MAX_ENDED {
-                if let Some(old) = self.ended_order.pop_front() {
-                    self.ended.remove(&old);
-                }
-            }
-        }
-    }
-}
-
-impl Handler<IsEnded> for ClientSessions {
-    type Result = bool;
-
-    fn handle(&mut self, msg: IsEnded, _: &mut Self::Context) -> bool {
-        self.ended.contains(&msg.0)
+        self.ended.send_modify(|ended| ended.insert(msg.0, MAX_ENDED));
     }
 }
 
@@ -149,12 +183,26 @@ mod tests {
         assert_ne!(a, b);
     }
 
+    #[test]
+    fn ended_ids_are_bounded_oldest_first() {
+        let mut e = EndedIds::default();
+        for i in 0..5 {
+            e.insert(format!("s{i}"), 3);
+        }
+        e.insert("s4".into(), 3);
+        assert!(!e.contains("s0") && !e.contains("s1"));
+        assert!(e.contains("s2") && e.contains("s3") && e.contains("s4"));
+        assert_eq!(e.order.len(), 3);
+    }
+
     #[actix_web::test]
     async fn ended_sessions_are_remembered_and_cancels_reach_calls() {
-        let s = ClientSessions::default().start();
-        assert!(!s.send(IsEnded("a".into())).await.unwrap());
+        let actor = ClientSessions::default();
+        let ended = actor.ended();
+        let s = actor.start();
+        assert!(!ended.contains("a"));
         s.send(End("a".into())).await.unwrap();
-        assert!(s.send(IsEnded("a".into())).await.unwrap());
+        assert!(ended.contains("a"), "published once End is handled");
         let (tx, rx) = oneshot::channel();
         s.send(Track {
             session: "b".into(),

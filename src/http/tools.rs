@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use proxy_actors::args;
 use proxy_actors::catalog::resolve::{resolve, Resolution};
 use proxy_actors::catalog::snapshot::clip;
-use proxy_actors::catalog::{GetSnapshot, Refresh, RefreshReason, Snapshot};
+use proxy_actors::catalog::{Refresh, RefreshReason, Snapshot};
 use proxy_actors::model::CatalogTool;
 use proxy_actors::upstream::{CallTool, UpstreamError};
 
@@ -153,7 +153,7 @@ pub fn list(state: &AppState, snap: &Snapshot) -> Value {
 }
 
 async fn snapshot(state: &AppState) -> Arc<Snapshot> {
-    state.catalog.send(GetSnapshot).await.unwrap_or_default()
+    state.snapshot()
 }
 
 /// Parses `query` (a string or a list of up to 7 strings) and `limit`.
@@ -574,7 +574,7 @@ mod tests {
             vec![UpstreamState {
                 label: "agg".into(),
                 url: "u".into(),
-                tools,
+                tools: tools.into_iter().map(std::sync::Arc::new).collect(),
                 ..Default::default()
             }],
             1,

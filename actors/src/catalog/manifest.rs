@@ -39,7 +39,7 @@ pub struct ManifestUpstream {
     /// Schema hash per tool name (the change journal compares against these).
     #[serde(default)]
     pub hashes: std::collections::BTreeMap<String, String>,
-    pub tools: Vec<Tool>,
+    pub tools: Vec<std::sync::Arc<Tool>>,
 }
 
 impl Manifest {
@@ -141,9 +141,11 @@ pub fn store(path: &Path, manifest: &Manifest) -> std::io::Result<()> {
     let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("manifest.json");
     let tmp = dir.join(format!(".{file_name}.tmp{}", std::process::id()));
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        let bytes = serde_json::to_vec(manifest).map_err(std::io::Error::other)?;
-        f.write_all(&bytes)?;
+        // Streamed: an 11k-tool manifest is ~18 MB that need not exist in memory at once.
+        let mut w = std::io::BufWriter::with_capacity(256 * 1024, std::fs::File::create(&tmp)?);
+        serde_json::to_writer(&mut w, manifest).map_err(std::io::Error::other)?;
+        w.flush()?;
+        let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         drop(f);
         std::fs::rename(&tmp, path)?;
@@ -175,14 +177,14 @@ mod tests {
             UpstreamState {
                 label: "a".into(),
                 url: "http://a/mcp".into(),
-                tools: vec![tool("t1")],
+                tools: vec![tool("t1").into()],
                 listed_at_ms: Some(5),
                 ..Default::default()
             },
             UpstreamState {
                 label: "b".into(),
                 url: "http://b/mcp".into(),
-                tools: vec![tool("t2")],
+                tools: vec![tool("t2").into()],
                 ..Default::default()
             },
         ];

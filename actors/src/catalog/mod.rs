@@ -1,8 +1,10 @@
 //! `CatalogActor`: owns the merged catalog, the routing table (tool → upstream), the search
 //! index, the fingerprint, the manifest file and the refresh state machine.
 //!
-//! Readers never wait for a refresh: [`GetSnapshot`] hands out the current `Arc<Snapshot>`
-//! and the HTTP workers search it on their own threads; a refresh builds a new snapshot off
+//! Readers never wait for a refresh: the actor publishes every `Arc<Snapshot>` it swaps in on a
+//! `watch` channel ([`CatalogActor::subscribe`]; the actor is its only writer, so a reader
+//! needs no message per request; [`GetSnapshot`] asks by message) and the HTTP workers search
+//! the snapshot on their own threads; a refresh builds a new snapshot off
 //! the actor (merge, index build and manifest write run on a blocking thread) and swaps it in
 //! whole.
 //!
@@ -179,6 +181,8 @@ pub struct CatalogActor {
     cfg: CatalogConfig,
     upstreams: Vec<UpstreamHandle>,
     snapshot: Arc<Snapshot>,
+    /// Every snapshot swapped in is also published here, so readers need no message.
+    published: tokio::sync::watch::Sender<Arc<Snapshot>>,
     state: RefreshState,
     last_finished: Option<Instant>,
     /// Fan-outs started since the actor was created (observability and tests).
@@ -203,7 +207,12 @@ const RETRY_FIRST: Duration = Duration::from_secs(1);
 const RETRY_MAX: Duration = Duration::from_secs(60);
 
 impl CatalogActor {
-    /// Creates the actor, loading the manifest (if any) so the catalog is served at once.
+    /// The current snapshot, readable from any thread without a message (an `Arc` clone under
+    /// a read lock held for nanoseconds); it changes whenever a refresh swaps one in.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<Arc<Snapshot>> {
+        self.published.subscribe()
+    }
+
     /// Creates the actor, loading the manifest (if configured) so the catalog is served at once.
     pub fn new(cfg: CatalogConfig, upstreams: Vec<UpstreamHandle>) -> CatalogActor {
         let manifest = cfg.manifest_path.as_deref().and_then(load_manifest_logged);
@@ -228,11 +237,13 @@ impl CatalogActor {
                 })
                 .collect(),
         };
-        let snapshot = Snapshot::build(states, 0, &cfg.policy);
+        let snapshot = Arc::new(Snapshot::build(states, 0, &cfg.policy));
+        let published = tokio::sync::watch::channel(snapshot.clone()).0;
         CatalogActor {
             cfg,
             upstreams,
-            snapshot: Arc::new(snapshot),
+            snapshot,
+            published,
             state: RefreshState::Idle,
             last_finished: None,
             fanouts: 0,
@@ -304,6 +315,7 @@ impl CatalogActor {
         let result = match outcome {
             Ok((snapshot, report)) => {
                 self.snapshot = Arc::new(snapshot);
+                self.published.send_replace(self.snapshot.clone());
                 Ok(report)
             }
             Err(failure) => Err(failure),
@@ -514,7 +526,7 @@ fn apply_fanout(
         match result {
             Ok(listing) => {
                 any_ok = true;
-                state.tools = listing.tools;
+                state.tools = listing.tools.into_iter().map(Arc::new).collect();
                 state.instructions = listing.instructions;
                 state.listed_at_ms = Some(now);
                 state.last_error = None;
@@ -690,8 +702,8 @@ mod tests {
     #[test]
     fn journal_reports_added_removed_and_modified() {
         use crate::mcp::types::Tool;
-        let t = |n: &str, d: &str| -> Tool {
-            serde_json::from_value(serde_json::json!({"name": n, "description": d})).unwrap()
+        let t = |n: &str, d: &str| -> Arc<Tool> {
+            Arc::new(serde_json::from_value(serde_json::json!({"name": n, "description": d})).unwrap())
         };
         let st = |tools| {
             vec![UpstreamState {

@@ -95,7 +95,7 @@ mod tests {
             vec![UpstreamState {
                 label: "u".into(),
                 url: "x".into(),
-                tools,
+                tools: tools.into_iter().map(std::sync::Arc::new).collect(),
                 ..Default::default()
             }],
             1,

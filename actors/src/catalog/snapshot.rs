@@ -4,6 +4,7 @@
 //! the actor swaps it in whole, so searches running on the old `Arc<Snapshot>` are never torn.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -19,8 +20,9 @@ use crate::search::Index;
 pub struct UpstreamState {
     pub label: String,
     pub url: String,
-    /// The last successful listing (kept, served stale, while the upstream fails).
-    pub tools: Vec<Tool>,
+    /// The last successful listing (kept, served stale, while the upstream fails); the
+    /// snapshot's `CatalogTool`s share these definitions.
+    pub tools: Vec<Arc<Tool>>,
     /// Unix ms of the last successful listing; `None` if it never answered.
     pub listed_at_ms: Option<u64>,
     /// The error of the most recent listing attempt, if it failed.
@@ -227,11 +229,64 @@ fn render_source(s: &SourceSummary, tools: &[&CatalogTool], level: Detail) -> St
 
 /// Hash of a tool definition in canonical form (object keys sorted), so a mere key reorder
 /// by the upstream is not reported as a change.
+///
+/// The bytes hashed are those of the serialized tool with every object's keys sorted, streamed
+/// into the hasher from the tool itself: no copy of the definition is built.
 pub fn tool_hash(tool: &Tool) -> String {
-    let v = serde_json::to_value(tool).unwrap_or(Value::Null);
-    let mut canon = String::new();
-    write_canonical(&v, &mut canon);
-    hex16(&Sha256::digest(canon.as_bytes()))
+    enum Member<'a> {
+        Str(&'a str),
+        Val(&'a Value),
+    }
+    let mut members: Vec<(&str, Member<'_>)> = Vec::with_capacity(6 + tool.extra.len());
+    members.push(("name", Member::Str(&tool.name)));
+    if let Some(t) = &tool.title {
+        members.push(("title", Member::Str(t)));
+    }
+    if let Some(d) = &tool.description {
+        members.push(("description", Member::Str(d)));
+    }
+    members.push(("inputSchema", Member::Val(&tool.input_schema)));
+    if let Some(o) = &tool.output_schema {
+        members.push(("outputSchema", Member::Val(o)));
+    }
+    if let Some(a) = &tool.annotations {
+        members.push(("annotations", Member::Val(a)));
+    }
+    for (k, v) in &tool.extra {
+        members.push((k.as_str(), Member::Val(v)));
+    }
+    members.sort_by(|a, b| a.0.cmp(b.0));
+    let mut out = HashWriter(Sha256::new());
+    out.0.update(b"{");
+    for (i, (k, m)) in members.iter().enumerate() {
+        if i > 0 {
+            out.0.update(b",");
+        }
+        let _ = serde_json::to_writer(&mut out, k);
+        out.0.update(b":");
+        match m {
+            Member::Str(s) => {
+                let _ = serde_json::to_writer(&mut out, s);
+            }
+            Member::Val(v) => write_canonical(v, &mut out),
+        }
+    }
+    out.0.update(b"}");
+    hex16(&out.0.finalize())
+}
+
+/// Feeds what is written into a SHA-256.
+struct HashWriter(Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn fingerprint(tools: &[CatalogTool], hashes: &HashMap<String, String>) -> String {
@@ -259,33 +314,35 @@ fn hex16(bytes: &[u8]) -> String {
     bytes.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
-fn write_canonical(v: &Value, out: &mut String) {
+fn write_canonical(v: &Value, out: &mut HashWriter) {
     match v {
         Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
+            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.0.update(b"{");
+            for (i, (k, v)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.0.update(b",");
                 }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                write_canonical(&m[k], out);
+                let _ = serde_json::to_writer(&mut *out, k);
+                out.0.update(b":");
+                write_canonical(v, out);
             }
-            out.push('}');
+            out.0.update(b"}");
         }
         Value::Array(a) => {
-            out.push('[');
+            out.0.update(b"[");
             for (i, x) in a.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.0.update(b",");
                 }
                 write_canonical(x, out);
             }
-            out.push(']');
+            out.0.update(b"]");
         }
-        other => out.push_str(&other.to_string()),
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
     }
 }
 
@@ -365,7 +422,7 @@ mod tests {
         UpstreamState {
             label: label.into(),
             url: format!("http://{label}/mcp"),
-            tools,
+            tools: tools.into_iter().map(Arc::new).collect(),
             ..Default::default()
         }
     }
