@@ -29,9 +29,33 @@ pub struct Violation {
     pub message: String,
 }
 
-/// A lazily compiled validator, cached per tool in the catalog snapshot.
+/// A tool's input schema, parsed, and its validator (`None` when the schema is unusable:
+/// validation is skipped).
+pub struct CompiledSchema {
+    pub schema: Arc<Value>,
+    pub validator: Option<Arc<jsonschema::Validator>>,
+}
+
+impl CompiledSchema {
+    pub fn new(schema: Value) -> CompiledSchema {
+        let validator = match jsonschema::validator_for(&schema) {
+            Ok(v) => Some(Arc::new(v)),
+            Err(e) => {
+                log::debug!(error = e.to_string().as_str(); "input schema unusable; validation skipped");
+                None
+            }
+        };
+        CompiledSchema {
+            schema: Arc::new(schema),
+            validator,
+        }
+    }
+}
+
+/// A lazily parsed and compiled input schema, cached per tool in the catalog snapshot (the
+/// catalog keeps schemas as text; only tools that are called pay for a parsed copy).
 #[derive(Default)]
-pub struct CachedValidator(OnceLock<Option<Arc<jsonschema::Validator>>>);
+pub struct CachedValidator(OnceLock<Arc<CompiledSchema>>);
 
 impl std::fmt::Debug for CachedValidator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -40,17 +64,9 @@ impl std::fmt::Debug for CachedValidator {
 }
 
 impl CachedValidator {
-    /// The compiled validator, or `None` when the schema is unusable (validation skipped).
-    pub fn get(&self, schema: &Value) -> Option<Arc<jsonschema::Validator>> {
-        self.0
-            .get_or_init(|| match jsonschema::validator_for(schema) {
-                Ok(v) => Some(Arc::new(v)),
-                Err(e) => {
-                    log::debug!(error = e.to_string().as_str(); "input schema unusable; validation skipped");
-                    None
-                }
-            })
-            .clone()
+    /// The parsed schema and its validator, built on first use from `schema`.
+    pub fn get(&self, schema: impl FnOnce() -> Value) -> Arc<CompiledSchema> {
+        self.0.get_or_init(|| Arc::new(CompiledSchema::new(schema()))).clone()
     }
 }
 
@@ -251,7 +267,9 @@ mod tests {
     fn violations_name_path_and_constraint() {
         let cache = CachedValidator::default();
         let s = schema();
-        let v = cache.get(&s);
+        let compiled = cache.get(|| s.clone());
+        assert_eq!(*compiled.schema, s);
+        let v = compiled.validator.clone();
         assert!(v.is_some());
         assert!(validate(v.as_deref(), &json!({"count": 2})).is_empty());
         let errs = validate(v.as_deref(), &json!({"count": 0, "mode": "c", "extra": 1}));
@@ -267,10 +285,10 @@ mod tests {
     fn unusable_or_remote_schemas_skip_validation() {
         let cache = CachedValidator::default();
         let remote = json!({"type": "object", "properties": {"a": {"$ref": "https://example.com/schema.json"}}});
-        assert!(cache.get(&remote).is_none());
+        assert!(cache.get(|| remote).validator.is_none());
         assert!(validate(None, &json!({"a": 1})).is_empty());
         let bad = CachedValidator::default();
-        assert!(bad.get(&json!({"type": 12})).is_none());
+        assert!(bad.get(|| json!({"type": 12})).validator.is_none());
     }
 
     #[test]
@@ -278,7 +296,7 @@ mod tests {
         let cache = CachedValidator::default();
         let s = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
             "properties": {"t": {"type": "array", "prefixItems": [{"type": "string"}], "items": false}}});
-        let v = cache.get(&s);
+        let v = cache.get(|| s).validator.clone();
         assert!(validate(v.as_deref(), &json!({"t": ["a"]})).is_empty());
         assert!(!validate(v.as_deref(), &json!({"t": ["a", 1]})).is_empty());
     }

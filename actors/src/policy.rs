@@ -31,13 +31,7 @@ impl Policy {
             return false;
         }
         if self.read_only {
-            let hint = |k: &str| {
-                t.tool
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| a.get(k))
-                    .and_then(serde_json::Value::as_bool)
-            };
+            let hint = |k: &str| t.tool.annotation_bool(k);
             return hint("readOnlyHint") == Some(true) && hint("destructiveHint") != Some(true);
         }
         true
@@ -95,7 +89,9 @@ mod tests {
 
     fn ct(name: &str, source: &str, annotations: Option<serde_json::Value>) -> CatalogTool {
         let mut tool: crate::mcp::types::Tool = serde_json::from_value(json!({"name": name})).unwrap();
-        tool.annotations = annotations;
+        if let Some(a) = annotations {
+            tool.set_member("annotations", &a);
+        }
         CatalogTool {
             tool: tool.into(),
             source: source.into(),

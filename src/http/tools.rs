@@ -288,12 +288,12 @@ fn definition_json(t: &CatalogTool) -> Value {
         m.insert("title".into(), Value::from(title.as_str()));
     }
     m.insert("description".into(), Value::from(t.tool.description_str()));
-    m.insert("inputSchema".into(), t.tool.input_schema.clone());
-    if let Some(o) = &t.tool.output_schema {
-        m.insert("outputSchema".into(), o.clone());
+    m.insert("inputSchema".into(), t.tool.input_schema());
+    if let Some(o) = t.tool.output_schema() {
+        m.insert("outputSchema".into(), o);
     }
-    if let Some(a) = &t.tool.annotations {
-        m.insert("annotations".into(), a.clone());
+    if let Some(a) = t.tool.annotations() {
+        m.insert("annotations".into(), a);
     }
     Value::Object(m)
 }
@@ -333,8 +333,7 @@ pub fn missing_required(t: &CatalogTool, arguments: &Value) -> Vec<String> {
     t.tool
         .required_params()
         .into_iter()
-        .filter(|p| arguments.get(*p).is_none())
-        .map(str::to_string)
+        .filter(|p| arguments.get(p).is_none())
         .collect()
 }
 
@@ -346,6 +345,8 @@ pub enum Prepared {
         index: usize,
         arguments: Value,
         repairs: Vec<String>,
+        /// The tool's parsed input schema (shared with the snapshot's cache).
+        input_schema: std::sync::Arc<Value>,
     },
     /// No tool by that name, and no unambiguous repair.
     Unknown,
@@ -369,7 +370,11 @@ pub fn prepare(snap: &Snapshot, name: &str, arguments: Value) -> Prepared {
         Resolution::Unknown => return Prepared::Unknown,
     };
     let tool = &snap.tools[index];
-    let schema = &tool.tool.input_schema;
+    let compiled = match snap.validators.get(index) {
+        Some(cache) => cache.get(|| tool.tool.input_schema()),
+        None => std::sync::Arc::new(args::CompiledSchema::new(tool.tool.input_schema())),
+    };
+    let schema = &*compiled.schema;
     let (arguments, notes) = args::coerce(schema, arguments);
     repairs.extend(notes);
     let real_name = tool.tool.name.as_str();
@@ -384,8 +389,7 @@ pub fn prepare(snap: &Snapshot, name: &str, arguments: Value) -> Prepared {
             true,
         ));
     }
-    let validator = snap.validators.get(index).and_then(|v| v.get(schema));
-    let violations = args::validate(validator.as_deref(), &arguments);
+    let violations = args::validate(compiled.validator.as_deref(), &arguments);
     if !violations.is_empty() {
         let listed: Vec<String> = violations
             .iter()
@@ -411,6 +415,7 @@ pub fn prepare(snap: &Snapshot, name: &str, arguments: Value) -> Prepared {
         index,
         arguments,
         repairs,
+        input_schema: compiled.schema.clone(),
     }
 }
 
@@ -460,12 +465,13 @@ async fn call_upstream(
         snap = snapshot(state).await;
         prepared = prepare(&snap, &name, arguments);
     }
-    let (index, arguments, repairs) = match prepared {
+    let (index, arguments, repairs, input_schema) = match prepared {
         Prepared::Ready {
             index,
             arguments,
             repairs,
-        } => (index, arguments, repairs),
+            input_schema,
+        } => (index, arguments, repairs, input_schema),
         Prepared::Unknown => return unknown_tool(&snap, &name),
         Prepared::Rejected(r) => return r,
     };
@@ -480,7 +486,7 @@ async fn call_upstream(
         .send(CallTool {
             name: tool.tool.name.clone(),
             arguments,
-            input_schema: tool.tool.input_schema.clone(),
+            input_schema,
             meta: proxy_actors::mcp::modern::passthrough_meta(meta.as_ref()),
             notifications: events,
         })

@@ -89,6 +89,12 @@ impl Manifest {
                 match pos {
                     Some(i) => {
                         let e = entries.swap_remove(i);
+                        // Hashes this proxy wrote spare re-hashing every tool at start.
+                        for t in &e.tools {
+                            if let Some(h) = e.hashes.get(&t.name).and_then(|h| u64::from_str_radix(h, 16).ok()) {
+                                t.set_known_hash(h);
+                            }
+                        }
                         UpstreamState {
                             label: label.clone(),
                             url: url.clone(),

@@ -29,7 +29,7 @@ pub mod manifest;
 pub mod resolve;
 pub mod snapshot;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -603,19 +603,17 @@ fn apply_fanout(
 
 /// Names added, removed and modified between two snapshots (sorted).
 fn journal(old: &Snapshot, new: &Snapshot) -> (Vec<String>, Vec<String>, Vec<String>) {
-    let old_names: HashSet<&String> = old.hashes.keys().collect();
-    let mut added: Vec<String> = new.hashes.keys().filter(|n| !old_names.contains(n)).cloned().collect();
-    let mut removed: Vec<String> = old
-        .hashes
-        .keys()
-        .filter(|n| !new.hashes.contains_key(*n))
-        .cloned()
-        .collect();
+    let names = |s: &Snapshot| -> Vec<String> { s.tools.iter().map(|t| t.tool.name.clone()).collect() };
+    let mut added: Vec<String> = names(new).into_iter().filter(|n| old.get(n).is_none()).collect();
+    let mut removed: Vec<String> = names(old).into_iter().filter(|n| new.get(n).is_none()).collect();
     let mut modified: Vec<String> = new
-        .hashes
+        .tools
         .iter()
-        .filter(|(n, h)| old.hashes.get(*n).is_some_and(|oh| oh != *h))
-        .map(|(n, _)| n.clone())
+        .filter(|t| {
+            old.hash_of(&t.tool.name)
+                .is_some_and(|h| h != snapshot::tool_hash_u64(&t.tool))
+        })
+        .map(|t| t.tool.name.clone())
         .collect();
     added.sort();
     removed.sort();

@@ -62,8 +62,6 @@ pub struct Snapshot {
     pub index: Index,
     /// Stable hash of the merged catalog (tool definitions and routing).
     pub fingerprint: String,
-    /// Per-tool schema hashes (name → hash), for the change journal.
-    pub hashes: HashMap<String, String>,
     pub sources: Vec<SourceSummary>,
     pub collisions: Vec<Collision>,
     pub upstreams: Vec<UpstreamState>,
@@ -103,11 +101,7 @@ impl Snapshot {
                 tools.push(ct);
             }
         }
-        let hashes: HashMap<String, String> = tools
-            .iter()
-            .map(|t| (t.tool.name.clone(), tool_hash(&t.tool)))
-            .collect();
-        let fingerprint = fingerprint(&tools, &hashes);
+        let fingerprint = fingerprint(&tools);
         let sources = summarize_sources(&tools, &upstreams);
         let index = Index::build(&tools);
         let tools_len = tools.len();
@@ -118,7 +112,6 @@ impl Snapshot {
             by_name,
             index,
             fingerprint,
-            hashes,
             sources,
             collisions,
             upstreams,
@@ -127,6 +120,11 @@ impl Snapshot {
             pinned,
             withheld,
         }
+    }
+
+    /// The definition hash of the tool named `name` ([`tool_hash`]).
+    pub fn hash_of(&self, name: &str) -> Option<u64> {
+        self.get(name).map(|t| tool_hash_u64(&t.tool))
     }
 
     pub fn get(&self, name: &str) -> Option<&CatalogTool> {
@@ -233,11 +231,20 @@ fn render_source(s: &SourceSummary, tools: &[&CatalogTool], level: Detail) -> St
 /// The bytes hashed are those of the serialized tool with every object's keys sorted, streamed
 /// into the hasher from the tool itself: no copy of the definition is built.
 pub fn tool_hash(tool: &Tool) -> String {
+    format!("{:016x}", tool_hash_u64(tool))
+}
+
+/// [`tool_hash`] as a number (its first 8 bytes, big-endian), cached in the tool.
+pub fn tool_hash_u64(tool: &Tool) -> u64 {
+    tool.hash_with(compute_tool_hash)
+}
+
+fn compute_tool_hash(tool: &Tool) -> u64 {
     enum Member<'a> {
         Str(&'a str),
-        Val(&'a Value),
+        Val(Value),
     }
-    let mut members: Vec<(&str, Member<'_>)> = Vec::with_capacity(6 + tool.extra.len());
+    let mut members: Vec<(&str, Member<'_>)> = Vec::with_capacity(8);
     members.push(("name", Member::Str(&tool.name)));
     if let Some(t) = &tool.title {
         members.push(("title", Member::Str(t)));
@@ -245,15 +252,8 @@ pub fn tool_hash(tool: &Tool) -> String {
     if let Some(d) = &tool.description {
         members.push(("description", Member::Str(d)));
     }
-    members.push(("inputSchema", Member::Val(&tool.input_schema)));
-    if let Some(o) = &tool.output_schema {
-        members.push(("outputSchema", Member::Val(o)));
-    }
-    if let Some(a) = &tool.annotations {
-        members.push(("annotations", Member::Val(a)));
-    }
-    for (k, v) in &tool.extra {
-        members.push((k.as_str(), Member::Val(v)));
+    for (k, v) in tool.members() {
+        members.push((k, Member::Val(serde_json::from_str(v.get()).unwrap_or(Value::Null))));
     }
     members.sort_by(|a, b| a.0.cmp(b.0));
     let mut out = HashWriter(Sha256::new());
@@ -272,7 +272,8 @@ pub fn tool_hash(tool: &Tool) -> String {
         }
     }
     out.0.update(b"}");
-    hex16(&out.0.finalize())
+    let digest = out.0.finalize();
+    u64::from_be_bytes(digest[..8].try_into().expect("a SHA-256 digest has 32 bytes"))
 }
 
 /// Feeds what is written into a SHA-256.
@@ -289,13 +290,10 @@ impl std::io::Write for HashWriter {
     }
 }
 
-fn fingerprint(tools: &[CatalogTool], hashes: &HashMap<String, String>) -> String {
-    let mut entries: Vec<(&str, &str, &str)> = tools
+fn fingerprint(tools: &[CatalogTool]) -> String {
+    let mut entries: Vec<(&str, &str, String)> = tools
         .iter()
-        .map(|t| {
-            let h = hashes.get(&t.tool.name).map(String::as_str).unwrap_or("");
-            (t.tool.name.as_str(), t.upstream.as_str(), h)
-        })
+        .map(|t| (t.tool.name.as_str(), t.upstream.as_str(), tool_hash(&t.tool)))
         .collect();
     entries.sort_unstable();
     let mut hasher = Sha256::new();

@@ -5,6 +5,7 @@
 //! 11,739 real tools within budget.
 
 use super::fxhash::FxHashMap;
+use super::table::StrTable;
 
 use super::analyzer::{is_stop_word, Analyzer, Tokenizer};
 use super::{names, pair_key, tool_part, Doc, Field, Index, PairTable, Params, Posting, Term, ALL_FIELDS, FIELDS};
@@ -42,6 +43,7 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
         let start = doc_terms.len();
         doc_starts.push(start);
         let mut lens = [0u32; FIELDS];
+        let schema = ct.tool.schema_view();
         for field in ALL_FIELDS {
             let mut add = |text: &str| {
                 let mut prev: Option<u32> = None;
@@ -111,35 +113,25 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
                     if let Some(t) = &ct.tool.title {
                         add(t);
                     }
-                    if let Some(t) = ct
-                        .tool
-                        .annotations
-                        .as_ref()
-                        .and_then(|a| a.get("title"))
-                        .and_then(|t| t.as_str())
-                    {
-                        add(t);
+                    if let Some(t) = ct.tool.annotation_title() {
+                        add(&t);
                     }
                 }
                 Field::Description => add(ct.tool.description_str()),
                 Field::Param => {
-                    for p in ct.tool.param_names() {
-                        add(p);
+                    for p in &schema.params {
+                        add(&p.name);
                     }
                 }
                 Field::ParamDescription => {
-                    if let Some(props) = ct.tool.input_schema.get("properties").and_then(|p| p.as_object()) {
-                        for v in props.values() {
-                            if let Some(d) = v.get("description").and_then(|d| d.as_str()) {
-                                add(d);
-                            }
-                            // the values a parameter accepts are words a request may carry
-                            // (`news`, `france`, `markdown`)
-                            for e in v.get("enum").and_then(|e| e.as_array()).into_iter().flatten() {
-                                if let Some(e) = e.as_str() {
-                                    add(e);
-                                }
-                            }
+                    for p in &schema.params {
+                        if let Some(d) = &p.description {
+                            add(d);
+                        }
+                        // the values a parameter accepts are words a request may carry
+                        // (`news`, `france`, `markdown`)
+                        for e in &p.enum_values {
+                            add(e);
                         }
                     }
                 }
@@ -251,6 +243,12 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
         .collect();
 
     let mut compact_names: FxHashMap<String, Vec<u32>> = FxHashMap::default();
+    // postings were pushed one by one: drop the growth slack
+    let mut terms = terms;
+    for t in &mut terms {
+        t.postings.shrink_to_fit();
+        t.source_postings.shrink_to_fit();
+    }
     let mut exact_names: FxHashMap<String, u32> = FxHashMap::default();
     for (d, ct) in tools.iter().enumerate() {
         let d = d as u32;
@@ -288,24 +286,37 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
         }
     }
 
-    // group the occurrences by pair (a counting sort: tools stay in order within a pair)
-    let mut offsets = vec![0u32; pair_ids.len() + 1];
+    // pair ids in key order (a pair's id is its key's position), then the occurrences grouped
+    // by pair (a counting sort: tools stay in order within a pair)
+    let mut by_key: Vec<(u64, u32)> = pair_ids.into_iter().collect();
+    by_key.sort_unstable();
+    let mut rank = vec![0u32; by_key.len()];
+    for (r, &(_, pid)) in by_key.iter().enumerate() {
+        rank[pid as usize] = r as u32;
+    }
+    let keys: Vec<u64> = by_key.into_iter().map(|(k, _)| k).collect();
+    let mut offsets = vec![0u32; keys.len() + 1];
     for &(pid, _, _) in &pair_occ {
-        offsets[pid as usize + 1] += 1;
+        offsets[rank[pid as usize] as usize + 1] += 1;
     }
     for i in 1..offsets.len() {
         offsets[i] += offsets[i - 1];
     }
     let mut fill = offsets.clone();
-    let mut entries = vec![(0u32, 0u8); pair_occ.len()];
+    let mut docs_of = vec![0u32; pair_occ.len()];
+    let mut bits_of = vec![0u8; pair_occ.len()];
     for &(pid, d, bits) in &pair_occ {
-        entries[fill[pid as usize] as usize] = (d, bits);
-        fill[pid as usize] += 1;
+        let r = rank[pid as usize] as usize;
+        docs_of[fill[r] as usize] = d;
+        bits_of[fill[r] as usize] = bits;
+        fill[r] += 1;
     }
+    drop(pair_occ);
     let pairs = PairTable {
-        ids: pair_ids,
+        keys,
         offsets,
-        entries,
+        docs: docs_of,
+        bits: bits_of,
     };
 
     Index {
@@ -314,10 +325,10 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
         docs,
         terms,
         term_ids,
-        compact_names,
-        exact_names,
-        affixes,
-        deletions,
+        compact_names: StrTable::from_map(compact_names),
+        exact_names: StrTable::from_single(exact_names),
+        affixes: StrTable::from_map(affixes),
+        deletions: StrTable::from_map(deletions),
         surfaces,
         surface_ids,
         pairs,

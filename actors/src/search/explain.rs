@@ -110,7 +110,7 @@ impl Index {
         }
         let mut pairs = Explanation::new("adjacent word pairs", acc.pairs);
         for (key, idf) in &q.pairs {
-            if let Some(&(_, bits)) = self.pairs.get(*key).iter().find(|(x, _)| *x as usize == doc) {
+            if let Some((_, bits)) = self.pairs.get(*key).find(|(x, _)| *x as usize == doc) {
                 let a = &self.terms[(key >> 32) as usize].text;
                 let b = &self.terms[(key & 0xffff_ffff) as usize].text;
                 pairs.add(Explanation::new(

@@ -115,10 +115,12 @@ mod fxhash;
 pub mod names;
 mod query;
 mod score;
+mod table;
 #[cfg(test)]
 mod tests;
 
 use fxhash::FxHashMap;
+use table::StrTable;
 
 use crate::model::CatalogTool;
 pub use explain::Explanation;
@@ -246,8 +248,10 @@ const PARAMS: Params = Params {
     abstain_label_coverage: 0.35,
 };
 
-/// A term's occurrence in one tool.
+/// A term's occurrence in one tool (packed: 9 bytes, not 12; postings are the bulk of the
+/// index).
 #[derive(Debug, Clone, Copy)]
+#[repr(C, packed)]
 struct Posting {
     doc: u32,
     /// BM25F saturated term frequency: tf~·(k1+1)/(k1+tf~), where tf~ sums the field-weighted,
@@ -288,13 +292,13 @@ pub struct Index {
     terms: Vec<Term>,
     term_ids: FxHashMap<String, u32>,
     /// Compact full names and compact names without the `server-` prefix → tools.
-    compact_names: FxHashMap<String, Vec<u32>>,
+    compact_names: StrTable,
     /// Lower-case full name → tool (the exact-name short-circuit).
-    exact_names: FxHashMap<String, u32>,
+    exact_names: StrTable,
     /// Prefixes/suffixes (≥ 4 chars, ≥ half the term) of name-field terms → terms.
-    affixes: FxHashMap<String, Vec<u32>>,
+    affixes: StrTable,
     /// One-character deletions of name-field surface words (≥ 5 chars) → surface word ids.
-    deletions: FxHashMap<String, Vec<u32>>,
+    deletions: StrTable,
     /// Name-field surface words (≥ 5 chars) and their terms: targets of typo matching.
     surfaces: Vec<(String, u32)>,
     surface_ids: FxHashMap<String, u32>,
@@ -302,25 +306,31 @@ pub struct Index {
     pairs: PairTable,
 }
 
-/// Adjacent term pairs → the tools they occur in, stored flat: one hash entry per pair and one
-/// array for all occurrences, so building it allocates nothing per pair.
+/// Adjacent term pairs → the tools they occur in, stored flat: the pair keys sorted (a binary
+/// search per query pair) and one array for all occurrences; ~9 bytes per pair and 5 per
+/// occurrence, no per-pair allocation.
 #[derive(Debug, Default)]
 struct PairTable {
-    /// Pair key ([`pair_key`]) → pair id.
-    ids: FxHashMap<u64, u32>,
+    /// Pair keys ([`pair_key`]), sorted; a key's position is its pair id.
+    keys: Vec<u64>,
     /// Pair id → its first entry; one more than there are pairs.
     offsets: Vec<u32>,
-    /// (tool, `Field::bit`s of the fields the pair occurs in), by pair id, then tool.
-    entries: Vec<(u32, u8)>,
+    /// Tools and `Field::bit`s of the fields the pair occurs in, by pair id, then tool.
+    docs: Vec<u32>,
+    bits: Vec<u8>,
 }
 
 impl PairTable {
-    /// The tools where `key`'s two terms occur adjacent, in tool order.
-    fn get(&self, key: u64) -> &[(u32, u8)] {
-        match self.ids.get(&key) {
-            Some(&id) => &self.entries[self.offsets[id as usize] as usize..self.offsets[id as usize + 1] as usize],
-            None => &[],
-        }
+    /// The tools where `key`'s two terms occur adjacent (with their field bits), in tool order.
+    fn get(&self, key: u64) -> impl Iterator<Item = (u32, u8)> + '_ {
+        let range = match self.keys.binary_search(&key) {
+            Ok(id) => self.offsets[id] as usize..self.offsets[id + 1] as usize,
+            Err(_) => 0..0,
+        };
+        self.docs[range.clone()]
+            .iter()
+            .copied()
+            .zip(self.bits[range].iter().copied())
     }
 }
 
@@ -373,4 +383,53 @@ fn tool_part<'a>(name: &'a str, source: &str) -> &'a str {
         .and_then(|r| r.strip_prefix('-'))
         .filter(|r| !r.is_empty())
         .unwrap_or(name)
+}
+
+impl Index {
+    /// Approximate heap bytes per part of the index (capacity-based; for memory work).
+    pub fn heap_report(&self) -> Vec<(&'static str, usize)> {
+        fn map_str<V>(m: &FxHashMap<String, V>) -> usize {
+            m.capacity() * (std::mem::size_of::<(String, V)>() + 1) + m.keys().map(String::capacity).sum::<usize>()
+        }
+        vec![
+            (
+                "docs",
+                self.docs.capacity() * std::mem::size_of::<Doc>()
+                    + self.docs.iter().map(|d| d.name.capacity()).sum::<usize>(),
+            ),
+            (
+                "terms",
+                self.terms.capacity() * std::mem::size_of::<Term>()
+                    + self.terms.iter().map(|t| t.text.capacity()).sum::<usize>(),
+            ),
+            (
+                "postings",
+                self.terms
+                    .iter()
+                    .map(|t| t.postings.capacity() * std::mem::size_of::<Posting>())
+                    .sum(),
+            ),
+            (
+                "source_postings",
+                self.terms.iter().map(|t| t.source_postings.capacity() * 8).sum(),
+            ),
+            ("term_ids", map_str(&self.term_ids)),
+            ("compact_names", self.compact_names.heap_bytes()),
+            ("exact_names", self.exact_names.heap_bytes()),
+            ("affixes", self.affixes.heap_bytes()),
+            ("deletions", self.deletions.heap_bytes()),
+            (
+                "surfaces",
+                self.surfaces.capacity() * 32 + self.surfaces.iter().map(|(w, _)| w.capacity()).sum::<usize>(),
+            ),
+            ("surface_ids", map_str(&self.surface_ids)),
+            (
+                "pairs",
+                self.pairs.keys.capacity() * 8
+                    + self.pairs.offsets.capacity() * 4
+                    + self.pairs.docs.capacity() * 4
+                    + self.pairs.bits.capacity(),
+            ),
+        ]
+    }
 }

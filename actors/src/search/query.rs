@@ -111,8 +111,8 @@ impl Index {
             }
             let stem_len = stem.chars().count();
             if stem_len >= 4 {
-                if let Some(ts) = self.affixes.get(stem.as_str()) {
-                    for &t in ts {
+                {
+                    for &t in self.affixes.get(stem.as_str()) {
                         // a word more common than the source name is a word, not that source
                         // (`search` is not the `casinosearch` server)
                         let common = known.is_some_and(|k| {
@@ -178,14 +178,15 @@ impl Index {
             .max_by(|a, b| a.1.importance.total_cmp(&b.1.importance))
             .map(|(i, _)| i);
 
-        let exact = self.exact_names.get(&query.trim().to_lowercase()).copied();
+        let exact = self.exact_names.first(&query.trim().to_lowercase());
         let mut name_matches: Vec<u32> = Vec::new();
         let cq = names::compact(query);
         if cq.chars().count() >= 3 {
-            if let Some(ds) = self.compact_names.get(&cq) {
+            let ds = self.compact_names.get(&cq);
+            if !ds.is_empty() {
                 name_matches.extend(ds);
             } else if names::looks_like_identifier(query) {
-                for (key, ds) in &self.compact_names {
+                for (key, ds) in self.compact_names.iter() {
                     if key.len().abs_diff(cq.len()) <= 1 && names::within_one_edit(key, &cq) {
                         for d in ds {
                             if !name_matches.contains(d) {
@@ -252,16 +253,12 @@ impl Index {
                 out.push(*term);
             }
         };
-        if let Some(ids) = self.deletions.get(w) {
-            ids.iter().for_each(|&s| consider(s));
-        }
+        self.deletions.get(w).iter().for_each(|&s| consider(s));
         for del in names::deletions(w) {
             if let Some(&sid) = self.surface_ids.get(&del) {
                 consider(sid);
             }
-            if let Some(ids) = self.deletions.get(&del) {
-                ids.iter().for_each(|&s| consider(s));
-            }
+            self.deletions.get(&del).iter().for_each(|&s| consider(s));
         }
         out
     }

@@ -116,7 +116,7 @@ impl Index {
             group_touched.clear();
         }
         for (key, idf) in &q.pairs {
-            for &(d, bits) in self.pairs.get(*key) {
+            for (d, bits) in self.pairs.get(*key) {
                 if seen[d as usize] {
                     acc[d as usize].pairs += PARAMS.pair_weight * idf * pair_field_weight(bits);
                 }

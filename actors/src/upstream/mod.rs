@@ -110,7 +110,7 @@ pub struct CallTool {
     pub name: String,
     pub arguments: Value,
     /// The tool's input schema (modern era: which arguments are mirrored into `Mcp-Param-*`).
-    pub input_schema: Value,
+    pub input_schema: std::sync::Arc<Value>,
     /// Client `_meta` to pass on (e.g. `progressToken`), reserved keys already removed.
     pub meta: Map<String, Value>,
     /// Where `notifications/*` that precede the result are forwarded. Dropping the receiver
@@ -558,7 +558,11 @@ impl Connection {
                     Ok(tool) if tool.name.is_empty() => {
                         log::warn!(upstream = self.spec.label.as_str(); "upstream tool skipped: empty name")
                     }
-                    Ok(tool) if modern_era && !modern::x_mcp_headers_valid(&tool.input_schema) => {
+                    Ok(tool)
+                        if modern_era
+                            && tool.input_schema_raw().contains("x-mcp-header")
+                            && !modern::x_mcp_headers_valid(&tool.input_schema()) =>
+                    {
                         log::warn!(upstream = self.spec.label.as_str(), tool = tool.name.as_str(); "upstream tool skipped: invalid x-mcp-header annotations")
                     }
                     Ok(tool) => tools.push(tool),
