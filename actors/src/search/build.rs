@@ -11,8 +11,341 @@ use super::analyzer::{is_stop_word, Analyzer, Tokenizer};
 use super::{names, pair_key, tool_part, Doc, Field, Index, PairTable, Params, Posting, Term, ALL_FIELDS, FIELDS};
 use crate::model::CatalogTool;
 
+/// What the first pass learns of a run of tools: their terms (ids local to the run unless
+/// merged), per-tool term frequencies and field lengths, word pairs and typo targets.
+#[derive(Default)]
+struct Part {
+    /// Term id → stem, in first-seen order.
+    term_texts: Vec<String>,
+    /// Term id → it occurs in a name, source or title field / in a source name.
+    name_vocab: Vec<bool>,
+    source_terms: Vec<bool>,
+    /// Per tool, in one array: (term, frequency in each field); tool d's entries start at
+    /// `doc_starts[d]`.
+    doc_terms: Vec<(u32, [u16; FIELDS])>,
+    doc_starts: Vec<usize>,
+    doc_lens: Vec<[u32; FIELDS]>,
+    docs: Vec<Doc>,
+    /// Source id → source name (first-seen order); `Doc::source` indexes it.
+    sources: Vec<String>,
+    /// Pair id → pair key ([`pair_key`] of two term ids), first-seen order.
+    pair_keys: Vec<u64>,
+    /// (pair id, tool, field bits), one per tool and pair, in tool order.
+    pair_occ: Vec<(u32, u32, u8)>,
+    /// Name-field surface words (≥ 5 chars) and their terms, first-seen order.
+    surfaces: Vec<(String, u32)>,
+}
+
+/// Catalogs at least this large are analysed on several threads (each takes a contiguous run
+/// of tools; the runs are merged in order, so the index is the same as a one-thread build).
+const PARALLEL_MIN_TOOLS: usize = 2_000;
+
 pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
+    let threads = if tools.len() >= PARALLEL_MIN_TOOLS {
+        std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4)
+    } else {
+        1
+    };
+    build_on(tools, params, threads)
+}
+
+/// [`build`] with the first pass split over `threads` threads.
+pub(super) fn build_on(tools: &[CatalogTool], params: &Params, threads: usize) -> Index {
     let analyzer = Analyzer::default();
+    let threads = threads.clamp(1, tools.len().max(1));
+    let part = if threads == 1 {
+        analyze(tools, 0, &analyzer)
+    } else {
+        let chunk = tools.len().div_ceil(threads);
+        let parts: Vec<Part> = std::thread::scope(|s| {
+            let handles: Vec<_> = tools
+                .chunks(chunk)
+                .enumerate()
+                .map(|(i, run)| {
+                    let analyzer = &analyzer;
+                    s.spawn(move || analyze(run, (i * chunk) as u32, analyzer))
+                })
+                .collect();
+            handles.into_iter().map(joined).collect()
+        });
+        merge(parts)
+    };
+    let Part {
+        term_texts,
+        name_vocab,
+        source_terms,
+        mut doc_terms,
+        mut doc_starts,
+        doc_lens,
+        mut docs,
+        sources,
+        pair_keys,
+        pair_occ,
+        surfaces,
+    } = part;
+    docs.shrink_to_fit();
+    let mut source_ids: FxHashMap<&str, u32> = FxHashMap::default();
+    for (i, s) in sources.iter().enumerate() {
+        source_ids.insert(s.as_str(), i as u32);
+    }
+    let surface_ids: FxHashMap<String, u32> = surfaces
+        .iter()
+        .enumerate()
+        .map(|(i, (w, _))| (w.clone(), i as u32))
+        .collect();
+    let term_ids: FxHashMap<String, u32> = term_texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.clone(), i as u32))
+        .collect();
+    doc_terms.shrink_to_fit();
+    doc_starts.shrink_to_fit();
+    let n = tools.len().max(1) as f64;
+    let n_sources = sources.len();
+    let weigh = || {
+        weigh(
+            &doc_terms,
+            &doc_starts,
+            &doc_lens,
+            &docs,
+            n_sources,
+            term_texts.len(),
+            params,
+        )
+    };
+    let names = || name_tables(tools);
+    let words = || (affix_table(&term_texts, &name_vocab), deletion_table(&surfaces));
+    let pairs = move || pair_table(pair_keys, pair_occ);
+    // The tables are independent of each other: on several threads, built side by side.
+    let ((postings, source_postings), (compact_names, exact_names), (affixes, deletions), pairs) = if threads > 1 {
+        std::thread::scope(|s| {
+            let n = s.spawn(names);
+            let w = s.spawn(words);
+            let p = s.spawn(pairs);
+            let weighed = weigh();
+            (weighed, joined(n), joined(w), joined(p))
+        })
+    } else {
+        (weigh(), names(), words(), pairs())
+    };
+    drop(doc_terms);
+    let ns = n_sources.max(1) as f64;
+    let terms: Vec<Term> = term_texts
+        .into_iter()
+        .zip(postings)
+        .zip(source_postings)
+        .enumerate()
+        .map(|(id, ((text, postings), source_postings))| {
+            let df = postings.len() as f64;
+            let sdf = source_postings.len() as f64;
+            Term {
+                in_source: source_terms[id],
+                text,
+                idf: (1.0 + (n - df + 0.5) / (df + 0.5)).ln().powf(params.idf_power),
+                postings,
+                source_idf: (1.0 + (ns - sdf + 0.5) / (sdf + 0.5)).ln().powf(params.idf_power),
+                source_postings,
+            }
+        })
+        .collect();
+
+    Index {
+        n_sources,
+        analyzer,
+        docs,
+        terms,
+        term_ids,
+        compact_names,
+        exact_names,
+        affixes,
+        deletions,
+        surfaces,
+        surface_ids,
+        pairs,
+    }
+}
+
+/// A scoped thread's result (its panic, if any, goes on in the caller).
+fn joined<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
+}
+
+/// BM25F postings of every term, and of every source taken as one document.
+#[allow(clippy::type_complexity)]
+fn weigh(
+    doc_terms: &[(u32, [u16; FIELDS])],
+    doc_starts: &[usize],
+    doc_lens: &[[u32; FIELDS]],
+    docs: &[Doc],
+    n_sources: usize,
+    n_terms: usize,
+    params: &Params,
+) -> (Vec<Vec<Posting>>, Vec<Vec<(u32, f32)>>) {
+    let n = docs.len().max(1) as f64;
+    let terms_of = |d: usize| &doc_terms[doc_starts[d]..doc_starts[d + 1]];
+
+    // BM25F: length-normalise each field against its own average, weight, then saturate.
+    let mut avg = [0f64; FIELDS];
+    for l in doc_lens {
+        for f in 0..FIELDS {
+            avg[f] += l[f] as f64;
+        }
+    }
+    for a in &mut avg {
+        *a = (*a / n).max(1.0);
+    }
+    let mut postings: Vec<Vec<Posting>> = vec![Vec::new(); n_terms];
+    for (d, lens) in doc_lens.iter().enumerate() {
+        let norm: [f64; FIELDS] = std::array::from_fn(|f| 1.0 - params.b[f] + params.b[f] * lens[f] as f64 / avg[f]);
+        for (t, tf) in terms_of(d) {
+            let mut tilde = 0.0;
+            let mut fields = 0u8;
+            for f in 0..FIELDS {
+                if tf[f] > 0 {
+                    tilde += params.field_weight[f] * tf[f] as f64 / norm[f];
+                    fields |= 1 << f;
+                }
+            }
+            let sat = tilde * (params.k1 + 1.0) / (params.k1 + tilde);
+            postings[*t as usize].push(Posting {
+                doc: d as u32,
+                tf: sat as f32,
+                fields,
+            });
+        }
+    }
+    // Each source as one document too: evidence spread over a server's tools.
+    let mut by_source: Vec<Vec<usize>> = vec![Vec::new(); n_sources];
+    for (d, doc) in docs.iter().enumerate() {
+        by_source[doc.source as usize].push(d);
+    }
+    let mut src_len = vec![0f64; n_sources];
+    for (sidx, ds) in by_source.iter().enumerate() {
+        for &d in ds {
+            src_len[sidx] += (0..FIELDS)
+                .map(|f| params.field_weight[f] * doc_lens[d][f] as f64)
+                .sum::<f64>();
+        }
+    }
+    let avg_src = (src_len.iter().sum::<f64>() / n_sources.max(1) as f64).max(1.0);
+    let mut source_postings: Vec<Vec<(u32, f32)>> = vec![Vec::new(); n_terms];
+    let mut scratch = vec![0f64; n_terms];
+    let mut touched: Vec<u32> = Vec::new();
+    for (sidx, ds) in by_source.iter().enumerate() {
+        for &d in ds {
+            for (t, tf) in terms_of(d) {
+                let v: f64 = (0..FIELDS).map(|f| params.field_weight[f] * tf[f] as f64).sum();
+                if scratch[*t as usize] == 0.0 {
+                    touched.push(*t);
+                }
+                scratch[*t as usize] += v;
+            }
+        }
+        let norm = 1.0 - params.source_b + params.source_b * src_len[sidx] / avg_src;
+        for &t in &touched {
+            let tilde = scratch[t as usize] / norm;
+            let sat = tilde * (params.k1 + 1.0) / (params.k1 + tilde);
+            source_postings[t as usize].push((sidx as u32, sat as f32));
+            scratch[t as usize] = 0.0;
+        }
+        touched.clear();
+    }
+    for p in &mut postings {
+        p.shrink_to_fit();
+    }
+    for p in &mut source_postings {
+        p.shrink_to_fit();
+    }
+    (postings, source_postings)
+}
+
+/// Compact names (full, and without the `server-` prefix) → tools; lower-case names → tool.
+fn name_tables(tools: &[CatalogTool]) -> (StrTable, StrTable) {
+    let mut compact_names: FxHashMap<String, Vec<u32>> = FxHashMap::default();
+    let mut exact_names: FxHashMap<String, u32> = FxHashMap::default();
+    for (d, ct) in tools.iter().enumerate() {
+        let d = d as u32;
+        let full = names::compact(&ct.tool.name);
+        let part = names::compact(tool_part(&ct.tool.name, &ct.source));
+        for key in [full, part] {
+            let v = compact_names.entry(key).or_default();
+            if !v.contains(&d) {
+                v.push(d);
+            }
+        }
+        exact_names.entry(ct.tool.name.to_lowercase()).or_insert(d);
+    }
+    (StrTable::from_map(compact_names), StrTable::from_single(exact_names))
+}
+
+/// Prefixes and suffixes (≥ 4 chars, ≥ half the term) of name-field terms → terms.
+fn affix_table(term_texts: &[String], name_vocab: &[bool]) -> StrTable {
+    let mut affixes: FxHashMap<String, Vec<u32>> = FxHashMap::default();
+    for (id, text) in term_texts.iter().enumerate() {
+        if !name_vocab[id] {
+            continue;
+        }
+        let chars: Vec<char> = text.chars().collect();
+        let len = chars.len();
+        for l in 4.max(len.div_ceil(2))..len {
+            for key in [&chars[..l], &chars[len - l..]] {
+                let v = affixes.entry(key.iter().collect()).or_default();
+                if !v.contains(&(id as u32)) {
+                    v.push(id as u32);
+                }
+            }
+        }
+    }
+    StrTable::from_map(affixes)
+}
+
+/// One-character deletions of the surface words → surface word ids.
+fn deletion_table(surfaces: &[(String, u32)]) -> StrTable {
+    let mut deletions: FxHashMap<String, Vec<u32>> = FxHashMap::default();
+    for (sid, (w, _)) in surfaces.iter().enumerate() {
+        for del in names::deletions(w) {
+            deletions.entry(del).or_default().push(sid as u32);
+        }
+    }
+    StrTable::from_map(deletions)
+}
+
+/// Pair ids in key order (a pair's id is its key's position), then the occurrences grouped
+/// by pair (a counting sort: tools stay in order within a pair).
+fn pair_table(pair_keys: Vec<u64>, pair_occ: Vec<(u32, u32, u8)>) -> PairTable {
+    let mut by_key: Vec<(u64, u32)> = pair_keys.iter().enumerate().map(|(i, &k)| (k, i as u32)).collect();
+    drop(pair_keys);
+    by_key.sort_unstable();
+    let mut rank = vec![0u32; by_key.len()];
+    for (r, &(_, pid)) in by_key.iter().enumerate() {
+        rank[pid as usize] = r as u32;
+    }
+    let keys: Vec<u64> = by_key.into_iter().map(|(k, _)| k).collect();
+    let mut offsets = vec![0u32; keys.len() + 1];
+    for &(pid, _, _) in &pair_occ {
+        offsets[rank[pid as usize] as usize + 1] += 1;
+    }
+    for i in 1..offsets.len() {
+        offsets[i] += offsets[i - 1];
+    }
+    let mut fill = offsets.clone();
+    let mut docs = vec![0u32; pair_occ.len()];
+    let mut bits = vec![0u8; pair_occ.len()];
+    for &(pid, d, b) in &pair_occ {
+        let r = rank[pid as usize] as usize;
+        docs[fill[r] as usize] = d;
+        bits[fill[r] as usize] = b;
+        fill[r] += 1;
+    }
+    PairTable {
+        keys,
+        offsets,
+        docs,
+        bits,
+    }
+}
+
+fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
     let mut tok = Tokenizer::default();
     let mut term_ids: FxHashMap<String, u32> = FxHashMap::default();
     let mut term_texts: Vec<String> = Vec::new();
@@ -32,14 +365,16 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
     let mut doc_lens: Vec<[u32; FIELDS]> = Vec::with_capacity(tools.len());
     let mut docs = Vec::with_capacity(tools.len());
     let mut source_ids: FxHashMap<&str, u32> = FxHashMap::default();
+    let mut sources: Vec<String> = Vec::new();
 
     // adjacent pairs: pair key → dense id; every (pair id, tool, field bits), one per tool and
     // pair (`pair_last`: the pair's latest tool and entry, to merge field bits)
     let mut pair_ids: FxHashMap<u64, u32> = FxHashMap::default();
+    let mut pair_keys: Vec<u64> = Vec::new();
     let mut pair_last: Vec<(u32, u32)> = Vec::new();
     let mut pair_occ: Vec<(u32, u32, u8)> = Vec::new();
     for (d, ct) in tools.iter().enumerate() {
-        let doc = d as u32;
+        let doc = doc_base + d as u32;
         let start = doc_terms.len();
         doc_starts.push(start);
         let mut lens = [0u32; FIELDS];
@@ -72,9 +407,11 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
                     if let Some(id) = id {
                         if let Some(pr) = prev.filter(|&pr| pr != id) {
                             let next = pair_ids.len() as u32;
-                            let pid = *pair_ids.entry(pair_key(pr, id)).or_insert(next);
+                            let key = pair_key(pr, id);
+                            let pid = *pair_ids.entry(key).or_insert(next);
                             if pid == next {
                                 pair_last.push((NONE, 0));
+                                pair_keys.push(key);
                             }
                             let last = &mut pair_last[pid as usize];
                             if last.0 == doc {
@@ -144,6 +481,9 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
         let name_terms = per_term.iter().filter(|(_, tf)| tf[Field::Name as usize] > 0).count();
         let next_source = source_ids.len() as u32;
         let source = *source_ids.entry(ct.source.as_str()).or_insert(next_source);
+        if source == next_source {
+            sources.push(ct.source.clone());
+        }
         docs.push(Doc {
             source,
             name: ct.tool.name.clone(),
@@ -152,185 +492,93 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
         doc_lens.push(lens);
     }
     doc_starts.push(doc_terms.len());
-    let terms_of = |d: usize| &doc_terms[doc_starts[d]..doc_starts[d + 1]];
-
-    // BM25F: length-normalise each field against its own average, weight, then saturate.
-    let n = tools.len().max(1) as f64;
-    let mut avg = [0f64; FIELDS];
-    for l in &doc_lens {
-        for f in 0..FIELDS {
-            avg[f] += l[f] as f64;
-        }
-    }
-    for a in &mut avg {
-        *a = (*a / n).max(1.0);
-    }
-    let mut postings: Vec<Vec<Posting>> = vec![Vec::new(); term_texts.len()];
-    for (d, lens) in doc_lens.iter().enumerate() {
-        let norm: [f64; FIELDS] = std::array::from_fn(|f| 1.0 - params.b[f] + params.b[f] * lens[f] as f64 / avg[f]);
-        for (t, tf) in terms_of(d) {
-            let mut tilde = 0.0;
-            let mut fields = 0u8;
-            for f in 0..FIELDS {
-                if tf[f] > 0 {
-                    tilde += params.field_weight[f] * tf[f] as f64 / norm[f];
-                    fields |= 1 << f;
-                }
-            }
-            let sat = tilde * (params.k1 + 1.0) / (params.k1 + tilde);
-            postings[*t as usize].push(Posting {
-                doc: d as u32,
-                tf: sat as f32,
-                fields,
-            });
-        }
-    }
-    // Each source as one document too: evidence spread over a server's tools.
-    let n_sources = source_ids.len();
-    let mut by_source: Vec<Vec<usize>> = vec![Vec::new(); n_sources];
-    for (d, doc) in docs.iter().enumerate() {
-        by_source[doc.source as usize].push(d);
-    }
-    let mut src_len = vec![0f64; n_sources];
-    for (sidx, ds) in by_source.iter().enumerate() {
-        for &d in ds {
-            src_len[sidx] += (0..FIELDS)
-                .map(|f| params.field_weight[f] * doc_lens[d][f] as f64)
-                .sum::<f64>();
-        }
-    }
-    let avg_src = (src_len.iter().sum::<f64>() / n_sources.max(1) as f64).max(1.0);
-    let mut source_postings: Vec<Vec<(u32, f32)>> = vec![Vec::new(); term_texts.len()];
-    let mut scratch = vec![0f64; term_texts.len()];
-    let mut touched: Vec<u32> = Vec::new();
-    for (sidx, ds) in by_source.iter().enumerate() {
-        for &d in ds {
-            for (t, tf) in terms_of(d) {
-                let v: f64 = (0..FIELDS).map(|f| params.field_weight[f] * tf[f] as f64).sum();
-                if scratch[*t as usize] == 0.0 {
-                    touched.push(*t);
-                }
-                scratch[*t as usize] += v;
-            }
-        }
-        let norm = 1.0 - params.source_b + params.source_b * src_len[sidx] / avg_src;
-        for &t in &touched {
-            let tilde = scratch[t as usize] / norm;
-            let sat = tilde * (params.k1 + 1.0) / (params.k1 + tilde);
-            source_postings[t as usize].push((sidx as u32, sat as f32));
-            scratch[t as usize] = 0.0;
-        }
-        touched.clear();
-    }
-    let ns = n_sources.max(1) as f64;
-    let terms: Vec<Term> = term_texts
-        .into_iter()
-        .zip(postings)
-        .zip(source_postings)
-        .enumerate()
-        .map(|(id, ((text, postings), source_postings))| {
-            let df = postings.len() as f64;
-            let sdf = source_postings.len() as f64;
-            Term {
-                in_source: source_terms[id],
-                text,
-                idf: (1.0 + (n - df + 0.5) / (df + 0.5)).ln().powf(params.idf_power),
-                postings,
-                source_idf: (1.0 + (ns - sdf + 0.5) / (sdf + 0.5)).ln().powf(params.idf_power),
-                source_postings,
-            }
-        })
-        .collect();
-
-    let mut compact_names: FxHashMap<String, Vec<u32>> = FxHashMap::default();
-    // postings were pushed one by one: drop the growth slack
-    let mut terms = terms;
-    for t in &mut terms {
-        t.postings.shrink_to_fit();
-        t.source_postings.shrink_to_fit();
-    }
-    let mut exact_names: FxHashMap<String, u32> = FxHashMap::default();
-    for (d, ct) in tools.iter().enumerate() {
-        let d = d as u32;
-        let full = names::compact(&ct.tool.name);
-        let part = names::compact(tool_part(&ct.tool.name, &ct.source));
-        for key in [full, part] {
-            let v = compact_names.entry(key).or_default();
-            if !v.contains(&d) {
-                v.push(d);
-            }
-        }
-        exact_names.entry(ct.tool.name.to_lowercase()).or_insert(d);
-    }
-
-    let mut affixes: FxHashMap<String, Vec<u32>> = FxHashMap::default();
-    for (id, t) in terms.iter().enumerate() {
-        if !name_vocab[id] {
-            continue;
-        }
-        let chars: Vec<char> = t.text.chars().collect();
-        let len = chars.len();
-        for l in 4.max(len.div_ceil(2))..len {
-            for key in [&chars[..l], &chars[len - l..]] {
-                let v = affixes.entry(key.iter().collect()).or_default();
-                if !v.contains(&(id as u32)) {
-                    v.push(id as u32);
-                }
-            }
-        }
-    }
-    let mut deletions: FxHashMap<String, Vec<u32>> = FxHashMap::default();
-    for (sid, (w, _)) in surfaces.iter().enumerate() {
-        for del in names::deletions(w) {
-            deletions.entry(del).or_default().push(sid as u32);
-        }
-    }
-
-    // pair ids in key order (a pair's id is its key's position), then the occurrences grouped
-    // by pair (a counting sort: tools stay in order within a pair)
-    let mut by_key: Vec<(u64, u32)> = pair_ids.into_iter().collect();
-    by_key.sort_unstable();
-    let mut rank = vec![0u32; by_key.len()];
-    for (r, &(_, pid)) in by_key.iter().enumerate() {
-        rank[pid as usize] = r as u32;
-    }
-    let keys: Vec<u64> = by_key.into_iter().map(|(k, _)| k).collect();
-    let mut offsets = vec![0u32; keys.len() + 1];
-    for &(pid, _, _) in &pair_occ {
-        offsets[rank[pid as usize] as usize + 1] += 1;
-    }
-    for i in 1..offsets.len() {
-        offsets[i] += offsets[i - 1];
-    }
-    let mut fill = offsets.clone();
-    let mut docs_of = vec![0u32; pair_occ.len()];
-    let mut bits_of = vec![0u8; pair_occ.len()];
-    for &(pid, d, bits) in &pair_occ {
-        let r = rank[pid as usize] as usize;
-        docs_of[fill[r] as usize] = d;
-        bits_of[fill[r] as usize] = bits;
-        fill[r] += 1;
-    }
-    drop(pair_occ);
-    let pairs = PairTable {
-        keys,
-        offsets,
-        docs: docs_of,
-        bits: bits_of,
-    };
-
-    Index {
-        n_sources,
-        analyzer,
+    Part {
+        term_texts,
+        name_vocab,
+        source_terms,
+        doc_terms,
+        doc_starts,
+        doc_lens,
         docs,
-        terms,
-        term_ids,
-        compact_names: StrTable::from_map(compact_names),
-        exact_names: StrTable::from_single(exact_names),
-        affixes: StrTable::from_map(affixes),
-        deletions: StrTable::from_map(deletions),
+        sources,
+        pair_keys,
+        pair_occ,
         surfaces,
-        surface_ids,
-        pairs,
     }
+}
+
+/// Joins the parts of consecutive runs of tools into one, with global term, source and pair
+/// ids in first-seen order: the same ids a one-thread pass assigns.
+fn merge(parts: Vec<Part>) -> Part {
+    let mut out = Part::default();
+    let mut term_ids: FxHashMap<String, u32> = FxHashMap::default();
+    let mut source_ids: FxHashMap<String, u32> = FxHashMap::default();
+    let mut pair_ids: FxHashMap<u64, u32> = FxHashMap::default();
+    let mut surface_seen: FxHashMap<String, ()> = FxHashMap::default();
+    for part in parts {
+        let terms: Vec<u32> = part
+            .term_texts
+            .into_iter()
+            .zip(part.name_vocab.iter().zip(&part.source_terms))
+            .map(|(text, (&name, &source))| {
+                let next = out.term_texts.len() as u32;
+                let id = *term_ids.entry(text.clone()).or_insert(next);
+                if id == next {
+                    out.term_texts.push(text);
+                    out.name_vocab.push(false);
+                    out.source_terms.push(false);
+                }
+                out.name_vocab[id as usize] |= name;
+                out.source_terms[id as usize] |= source;
+                id
+            })
+            .collect();
+        let srcs: Vec<u32> = part
+            .sources
+            .into_iter()
+            .map(|name| {
+                let next = out.sources.len() as u32;
+                let id = *source_ids.entry(name.clone()).or_insert(next);
+                if id == next {
+                    out.sources.push(name);
+                }
+                id
+            })
+            .collect();
+        let base = out.doc_terms.len();
+        out.doc_starts
+            .extend(part.doc_starts[..part.doc_starts.len() - 1].iter().map(|s| s + base));
+        out.doc_terms
+            .extend(part.doc_terms.into_iter().map(|(t, tf)| (terms[t as usize], tf)));
+        out.doc_lens.extend(part.doc_lens);
+        out.docs.extend(part.docs.into_iter().map(|mut d| {
+            d.source = srcs[d.source as usize];
+            d
+        }));
+        let pairs: Vec<u32> = part
+            .pair_keys
+            .into_iter()
+            .map(|key| {
+                let global = pair_key(terms[(key >> 32) as usize], terms[(key & 0xffff_ffff) as usize]);
+                let next = out.pair_keys.len() as u32;
+                let id = *pair_ids.entry(global).or_insert(next);
+                if id == next {
+                    out.pair_keys.push(global);
+                }
+                id
+            })
+            .collect();
+        out.pair_occ.extend(
+            part.pair_occ
+                .into_iter()
+                .map(|(p, d, bits)| (pairs[p as usize], d, bits)),
+        );
+        for (w, t) in part.surfaces {
+            if surface_seen.insert(w.clone(), ()).is_none() {
+                out.surfaces.push((w, terms[t as usize]));
+            }
+        }
+    }
+    out.doc_starts.push(out.doc_terms.len());
+    out
 }

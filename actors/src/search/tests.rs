@@ -299,3 +299,46 @@ fn a_common_word_is_not_read_as_the_source_containing_it() {
     assert_eq!(t[0], "books-search");
     assert!(!t.contains(&"casinosearch-tournaments".to_string()), "{t:?}");
 }
+
+#[test]
+fn a_build_on_several_threads_equals_a_one_thread_build() {
+    // 15 tools × 20 copies, renamed, so runs share words, pairs, sources and typo targets.
+    let base = catalog();
+    let mut tools = Vec::new();
+    for i in 0..20 {
+        for ct in &base {
+            let mut v = ct.tool.to_value();
+            v["name"] = format!(
+                "{}{}",
+                ct.tool.name,
+                if i % 3 == 0 { String::new() } else { format!("_v{i}") }
+            )
+            .into();
+            let mut t = ct.clone();
+            t.tool = std::sync::Arc::new(serde_json::from_value(v).unwrap());
+            tools.push(t);
+        }
+    }
+    let one = build::build_on(&tools, &PARAMS, 1);
+    let queries = [
+        "send an email",
+        "gmail-send_message",
+        "sendmessage",
+        "screenshot of the page",
+        "create event in calendar",
+        "githb isues",
+        "read file contents",
+        "mailbox push notifications",
+        "start time summary",
+    ];
+    for threads in [2, 3, 4, 7] {
+        let many = build::build_on(&tools, &PARAMS, threads);
+        assert_eq!(one.heap_report(), many.heap_report(), "threads {threads}");
+        for q in queries {
+            let a: Vec<(usize, u64)> = one.search(q, 20).iter().map(|h| (h.doc, h.score.to_bits())).collect();
+            let b: Vec<(usize, u64)> = many.search(q, 20).iter().map(|h| (h.doc, h.score.to_bits())).collect();
+            assert_eq!(a, b, "threads {threads}, query {q:?}");
+            assert!(!a.is_empty() || q == "githb isues", "query {q:?} finds something");
+        }
+    }
+}
