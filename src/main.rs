@@ -11,6 +11,35 @@ use mcp_search_proxy::{cli, logging, server};
 
 const EX_USAGE: u8 = 64;
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// mimalloc's options are read from the environment when the process starts, before `main`.
+mod allocator {
+    use std::os::unix::process::CommandExt;
+
+    /// A long-running proxy favours a small, steady footprint: memory that a catalog build or
+    /// a burst freed goes back to the OS at once (`PURGE_DELAY=0`), and arenas are committed as
+    /// they are used, not eagerly (eager commit of mimalloc's first 1 GiB arena cost ~30 MB of
+    /// RSS with 11,739 tools). Both must be in the environment when the process starts, so
+    /// when neither is set the binary re-executes itself once with them (same PID, arguments
+    /// and environment otherwise; about a millisecond). An explicit `MIMALLOC_*` value wins.
+    pub fn tune() {
+        const VARS: [(&str, &str); 2] = [("MIMALLOC_ARENA_EAGER_COMMIT", "0"), ("MIMALLOC_PURGE_DELAY", "0")];
+        if VARS.iter().any(|(k, _)| std::env::var_os(k).is_some()) {
+            return;
+        }
+        let Ok(exe) = std::env::current_exe() else { return };
+        let mut cmd = std::process::Command::new(exe);
+        cmd.args(std::env::args_os().skip(1));
+        for (k, v) in VARS {
+            cmd.env(k, v);
+        }
+        // Returns only when the exec failed: then run on with the defaults.
+        let _ = cmd.exec();
+    }
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "mcp-search-proxy",
@@ -38,6 +67,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    allocator::tune();
     let cli = Cli::parse();
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(),

@@ -328,12 +328,16 @@ fn call_arguments(args: &Map<String, Value>) -> Result<Value, String> {
     }
 }
 
-/// Names in `required` that the arguments lack.
-pub fn missing_required(t: &CatalogTool, arguments: &Value) -> Vec<String> {
-    t.tool
-        .required_params()
+/// Names in the schema's `required` that the arguments lack.
+pub fn missing_required(schema: &Value, arguments: &Value) -> Vec<String> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
         .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
         .filter(|p| arguments.get(p).is_none())
+        .map(str::to_string)
         .collect()
 }
 
@@ -378,7 +382,7 @@ pub fn prepare(snap: &Snapshot, name: &str, arguments: Value) -> Prepared {
     let (arguments, notes) = args::coerce(schema, arguments);
     repairs.extend(notes);
     let real_name = tool.tool.name.as_str();
-    let missing = missing_required(tool, &arguments);
+    let missing = missing_required(schema, &arguments);
     if !missing.is_empty() {
         let msg = format!(
             "Missing required argument(s) for {real_name}: {}. The tool was not called. Call mcp_describe with names [{real_name:?}] for its full schema.",
@@ -693,7 +697,11 @@ mod tests {
     fn missing_required_names_each_absent_parameter() {
         let s = snap();
         let t = s.get("mail-send_message").unwrap();
-        assert_eq!(missing_required(t, &json!({"subject": "x"})), vec!["to".to_string()]);
-        assert!(missing_required(t, &json!({"to": "a@b"})).is_empty());
+        let schema = t.tool.input_schema();
+        assert_eq!(
+            missing_required(&schema, &json!({"subject": "x"})),
+            vec!["to".to_string()]
+        );
+        assert!(missing_required(&schema, &json!({"to": "a@b"})).is_empty());
     }
 }
