@@ -161,22 +161,33 @@ pub async fn post(req: HttpRequest, payload: web::Payload, state: web::Data<AppS
     let outcome = match (&session, request.method.as_str()) {
         // A legacy client may cancel its own call with notifications/cancelled.
         (Some(sid), "tools/call") => {
-            let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel::<()>();
-            let request_id = request.id.to_string();
-            state.sessions.do_send(sessions::Track {
-                session: sid.clone(),
-                request_id: request_id.clone(),
-                cancel: cancel_tx,
-            });
-            let outcome = tokio::select! {
-                r = dispatch(&state, &request, era, tx) => r,
-                _ = cancel_rx => Err(Failure::Rpc(RpcError::new(REQUEST_CANCELLED, "Request cancelled by the client"))),
-            };
-            state.sessions.do_send(sessions::Untrack {
-                session: sid.clone(),
-                request_id,
-            });
-            outcome
+            // Most calls end before a client could cancel them, so a call joins the session
+            // table (two messages to another thread) only when it is still running after
+            // `TRACK_AFTER`; a cancel that comes earlier is held by the table and applied when
+            // the call joins.
+            let call = dispatch(&state, &request, era, tx);
+            tokio::pin!(call);
+            tokio::select! {
+                r = &mut call => r,
+                _ = tokio::time::sleep(sessions::TRACK_AFTER) => {
+                    let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel::<()>();
+                    let request_id = request.id.to_string();
+                    state.sessions.do_send(sessions::Track {
+                        session: sid.clone(),
+                        request_id: request_id.clone(),
+                        cancel: cancel_tx,
+                    });
+                    let outcome = tokio::select! {
+                        r = &mut call => r,
+                        _ = cancel_rx => Err(Failure::Rpc(RpcError::new(REQUEST_CANCELLED, "Request cancelled by the client"))),
+                    };
+                    state.sessions.do_send(sessions::Untrack {
+                        session: sid.clone(),
+                        request_id,
+                    });
+                    outcome
+                }
+            }
         }
         _ => dispatch(&state, &request, era, tx).await,
     };

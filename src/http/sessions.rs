@@ -11,7 +11,9 @@
 //! Every request that carries a session id must know whether it was ended, so the actor
 //! publishes the ended set on a `watch` channel: the actor is its only writer (in place, on
 //! `End`), handlers read it without a message round trip ([`EndedIds::contains`] through
-//! [`Ended`]). Tracking calls in flight stays fire-and-forget messages.
+//! [`Ended`]). Tracking calls in flight stays fire-and-forget messages, sent only for calls
+//! still running after [`TRACK_AFTER`] (a fast call costs this actor nothing); a cancel that
+//! arrives before its call joined is held for a moment and applied when it joins.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -20,6 +22,15 @@ use tokio::sync::{oneshot, watch};
 
 /// At most this many ended session ids are remembered.
 const MAX_ENDED: usize = 100_000;
+
+/// A call joins the in-flight table when it is still running after this long.
+pub const TRACK_AFTER: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// A cancel for a call not (yet) in the table is held this long, for a call that is about to
+/// join (a request id may be reused after its call ended, so not longer)...
+const EARLY_CANCEL_TTL: std::time::Duration = std::time::Duration::from_secs(2);
+/// ... and at most this many are held.
+const MAX_EARLY_CANCELS: usize = 10_000;
 
 /// The ended session ids, bounded, oldest forgotten first.
 #[derive(Debug, Default)]
@@ -60,6 +71,8 @@ pub struct ClientSessions {
     ended: watch::Sender<EndedIds>,
     /// (session id, request id as text) → dropping the sender cancels the call.
     inflight: HashMap<(String, String), oneshot::Sender<()>>,
+    /// Cancels of calls not in `inflight` (yet), with when they came.
+    early_cancels: HashMap<(String, String), std::time::Instant>,
 }
 
 impl Default for ClientSessions {
@@ -67,6 +80,7 @@ impl Default for ClientSessions {
         ClientSessions {
             ended: watch::channel(EndedIds::default()).0,
             inflight: HashMap::new(),
+            early_cancels: HashMap::new(),
         }
     }
 }
@@ -141,6 +155,7 @@ impl Handler<End> for ClientSessions {
 
     fn handle(&mut self, msg: End, _: &mut Self::Context) {
         self.inflight.retain(|(s, _), _| *s != msg.0);
+        self.early_cancels.retain(|(s, _), _| *s != msg.0);
         self.ended.send_modify(|ended| ended.insert(msg.0, MAX_ENDED));
     }
 }
@@ -149,7 +164,14 @@ impl Handler<Track> for ClientSessions {
     type Result = ();
 
     fn handle(&mut self, msg: Track, _: &mut Self::Context) {
-        self.inflight.insert((msg.session, msg.request_id), msg.cancel);
+        let key = (msg.session, msg.request_id);
+        match self.early_cancels.remove(&key) {
+            // Cancelled before it joined: dropping the sender cancels it now.
+            Some(at) if at.elapsed() < EARLY_CANCEL_TTL => drop(msg.cancel),
+            _ => {
+                self.inflight.insert(key, msg.cancel);
+            }
+        }
     }
 }
 
@@ -165,8 +187,19 @@ impl Handler<Cancel> for ClientSessions {
     type Result = bool;
 
     fn handle(&mut self, msg: Cancel, _: &mut Self::Context) -> bool {
+        let key = (msg.session, msg.request_id);
         // Dropping the sender wakes the call's cancel branch.
-        self.inflight.remove(&(msg.session, msg.request_id)).is_some()
+        if self.inflight.remove(&key).is_some() {
+            return true;
+        }
+        // Not in flight: maybe a call that has not joined yet. Hold the cancel briefly.
+        let now = std::time::Instant::now();
+        self.early_cancels
+            .retain(|_, at| now.duration_since(*at) < EARLY_CANCEL_TTL);
+        if self.early_cancels.len() < MAX_EARLY_CANCELS {
+            self.early_cancels.insert(key, now);
+        }
+        false
     }
 }
 
@@ -226,5 +259,27 @@ mod tests {
             })
             .await
             .unwrap());
+        // A cancel that comes before its call joins is applied when it joins.
+        let (tx, rx) = oneshot::channel();
+        s.send(Track {
+            session: "b".into(),
+            request_id: "7".into(),
+            cancel: tx,
+        })
+        .await
+        .unwrap();
+        assert!(rx.await.is_err(), "the early cancel was applied on Track");
+        let (tx, mut rx) = oneshot::channel();
+        s.send(Track {
+            session: "b".into(),
+            request_id: "7".into(),
+            cancel: tx,
+        })
+        .await
+        .unwrap();
+        assert!(
+            rx.try_recv().is_err_and(|e| e == oneshot::error::TryRecvError::Empty),
+            "used once"
+        );
     }
 }
