@@ -184,7 +184,10 @@ async fn legacy_sessions_can_be_ended_and_calls_cancelled() {
     assert!(started.elapsed() < Duration::from_millis(2500));
     let deadline = Instant::now() + Duration::from_secs(5);
     while a.control.stats().cancelled_notifications == before {
-        assert!(Instant::now() < deadline, "the upstream was never told of the early cancel");
+        assert!(
+            Instant::now() < deadline,
+            "the upstream was never told of the early cancel"
+        );
         actix_web::rt::time::sleep(Duration::from_millis(50)).await;
     }
 
