@@ -28,6 +28,8 @@ impl Proxy {
     pub fn start(upstreams: &[UpstreamConfig], catalog_cfg: CatalogConfig, max_result_bytes: usize) -> Proxy {
         // The manifest is read once: it seeds the catalog and tells each upstream actor the
         // era its upstream spoke last time.
+        // Loading the manifest and building its snapshot is the start's heavy work.
+        let heavy = proxy_actors::memory::heavy_work();
         let manifest = catalog_cfg
             .manifest_path
             .as_deref()
@@ -59,6 +61,7 @@ impl Proxy {
             });
         }
         let catalog = CatalogActor::with_manifest(catalog_cfg, handles.clone(), manifest);
+        drop(heavy);
         let snapshots = catalog.subscribe();
         let catalog = catalog.start();
         Proxy {

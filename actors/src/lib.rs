@@ -4,6 +4,7 @@ pub mod args;
 pub mod catalog;
 pub mod catalog_file;
 pub mod mcp;
+pub mod memory;
 pub mod model;
 pub mod policy;
 pub mod search;

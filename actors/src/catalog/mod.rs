@@ -299,7 +299,10 @@ impl CatalogActor {
                 async move { addr.send(ListTools).await.unwrap_or(Err(UpstreamError::Unavailable)) }
             });
             let results: Vec<Result<Listing, UpstreamError>> = futures_util::future::join_all(calls).await;
-            let work = move || apply_fanout(&previous, results, reason, started, manifest_path.as_deref(), &policy);
+            let work = move || {
+                let _heavy = crate::memory::heavy_work();
+                apply_fanout(&previous, results, reason, started, manifest_path.as_deref(), &policy)
+            };
             match tokio::task::spawn_blocking(work).await {
                 Ok(r) => r,
                 Err(e) => Err(RefreshFailure {
@@ -315,8 +318,10 @@ impl CatalogActor {
         self.last_finished = Some(Instant::now());
         let result = match outcome {
             Ok((snapshot, report)) => {
+                // The replaced snapshot is usually freed right here (heavy work: tens of MB).
+                let _heavy = crate::memory::heavy_work();
                 self.snapshot = Arc::new(snapshot);
-                self.published.send_replace(self.snapshot.clone());
+                drop(self.published.send_replace(self.snapshot.clone()));
                 Ok(report)
             }
             Err(failure) => Err(failure),

@@ -79,6 +79,7 @@ impl Snapshot {
     /// Merges upstream states (in configuration order) into a snapshot, keeping only the
     /// tools the policy allows.
     pub fn build(upstreams: Vec<UpstreamState>, generation: u64, policy: &Policy) -> Snapshot {
+        let _heavy = crate::memory::heavy_work();
         let mut tools: Vec<CatalogTool> = Vec::new();
         let mut by_name: HashMap<String, usize> = HashMap::new();
         let mut collisions = Vec::new();
