@@ -29,7 +29,7 @@ pub mod manifest;
 pub mod resolve;
 pub mod snapshot;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -40,7 +40,6 @@ use tokio::sync::oneshot;
 
 pub use snapshot::{Collision, Snapshot, UpstreamState};
 
-use crate::mcp::types::Tool;
 use crate::policy::Policy;
 use crate::upstream::{FollowListChanges, ListTools, Listing, ToolsChanged, UpstreamActor, UpstreamError};
 
@@ -294,9 +293,12 @@ impl CatalogActor {
         let policy = self.cfg.policy.clone();
         log::debug!(reason = reason.as_str(); "catalog refresh started");
         let fut = async move {
-            let calls = handles.iter().map(|h| {
+            let calls = handles.iter().zip(&previous.upstreams).map(|(h, state)| {
                 let addr = h.addr.clone();
-                async move { addr.send(ListTools).await.unwrap_or(Err(UpstreamError::Unavailable)) }
+                let msg = ListTools {
+                    previous: state.tools.clone(),
+                };
+                async move { addr.send(msg).await.unwrap_or(Err(UpstreamError::Unavailable)) }
             });
             let results: Vec<Result<Listing, UpstreamError>> = futures_util::future::join_all(calls).await;
             let work = move || {
@@ -517,19 +519,6 @@ pub fn load_manifest_logged(path: &std::path::Path) -> Option<manifest::Manifest
 }
 
 /// Merges a fan-out's results into a new snapshot (pure apart from the manifest write).
-/// The new listing, with each definition that equals the previous listing's taken from it: an
-/// unchanged catalog then shares its definitions (and their cached hashes) with the snapshot
-/// being replaced, instead of holding both copies while the new one is built.
-fn reuse_unchanged(old: &[Arc<Tool>], new: Vec<Tool>) -> Vec<Arc<Tool>> {
-    let by_name: HashMap<&str, &Arc<Tool>> = old.iter().map(|t| (t.name.as_str(), t)).collect();
-    new.into_iter()
-        .map(|t| match by_name.get(t.name.as_str()) {
-            Some(prev) if ***prev == t => Arc::clone(prev),
-            _ => Arc::new(t),
-        })
-        .collect()
-}
-
 fn apply_fanout(
     previous: &Snapshot,
     results: Vec<Result<Listing, UpstreamError>>,
@@ -545,7 +534,7 @@ fn apply_fanout(
         match result {
             Ok(listing) => {
                 any_ok = true;
-                state.tools = reuse_unchanged(&state.tools, listing.tools);
+                state.tools = listing.tools;
                 state.instructions = listing.instructions;
                 state.listed_at_ms = Some(now);
                 state.last_error = None;
@@ -736,24 +725,5 @@ mod tests {
             journal(&old, &new),
             (vec!["c".to_string()], vec!["a".to_string()], vec!["b".to_string()])
         );
-    }
-
-    #[test]
-    fn unchanged_definitions_are_shared_with_the_previous_listing() {
-        let parse = |v: serde_json::Value| -> Tool { serde_json::from_value(v).unwrap() };
-        let old: Vec<Arc<Tool>> = vec![
-            Arc::new(parse(serde_json::json!({"name": "a", "description": "1"}))),
-            Arc::new(parse(serde_json::json!({"name": "b", "description": "1"}))),
-        ];
-        let new = vec![
-            parse(serde_json::json!({"name": "a", "description": "1"})),
-            parse(serde_json::json!({"name": "b", "description": "2"})),
-            parse(serde_json::json!({"name": "c"})),
-        ];
-        let merged = reuse_unchanged(&old, new);
-        assert!(Arc::ptr_eq(&merged[0], &old[0]), "unchanged: the old definition");
-        assert!(!Arc::ptr_eq(&merged[1], &old[1]), "changed: the new one");
-        assert_eq!(merged[1].description.as_deref(), Some("2"));
-        assert_eq!(merged[2].name, "c");
     }
 }

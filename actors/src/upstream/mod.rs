@@ -36,6 +36,7 @@ pub mod transport;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
@@ -89,7 +90,8 @@ pub struct UpstreamSpec {
 /// Result of listing an upstream's tools.
 #[derive(Debug, Clone)]
 pub struct Listing {
-    pub tools: Vec<Tool>,
+    /// Definitions equal to one of [`ListTools::previous`] are that very `Arc`.
+    pub tools: Vec<Arc<Tool>>,
     /// The upstream's `instructions` (from `initialize` or `server/discover`), if any.
     pub instructions: Option<String>,
     pub era: Era,
@@ -99,9 +101,14 @@ pub struct Listing {
 }
 
 /// `tools/list`, all pages.
-#[derive(Message)]
+#[derive(Message, Default)]
 #[rtype(result = "Result<Listing, UpstreamError>")]
-pub struct ListTools;
+pub struct ListTools {
+    /// The previous listing of this upstream. A definition that has not changed is not kept
+    /// twice: the listing reuses the previous `Arc` (with its cached hash) as each page is
+    /// read, so a refresh of an unchanged catalog holds one copy of the definitions.
+    pub previous: Vec<Arc<Tool>>,
+}
 
 /// `tools/call` of one upstream tool; the upstream's `result` object is returned unchanged.
 #[derive(Message)]
@@ -110,7 +117,7 @@ pub struct CallTool {
     pub name: String,
     pub arguments: Value,
     /// The tool's input schema (modern era: which arguments are mirrored into `Mcp-Param-*`).
-    pub input_schema: std::sync::Arc<Value>,
+    pub input_schema: Arc<Value>,
     /// Client `_meta` to pass on (e.g. `progressToken`), reserved keys already removed.
     pub meta: Map<String, Value>,
     /// Where `notifications/*` that precede the result are forwarded. Dropping the receiver
@@ -194,14 +201,22 @@ impl Actor for UpstreamActor {
     type Context = Context<Self>;
 }
 
+/// `tool`, or the previous listing's equal definition.
+fn reuse_unchanged(previous: &std::collections::HashMap<&str, &Arc<Tool>>, tool: Tool) -> Arc<Tool> {
+    match previous.get(tool.name.as_str()) {
+        Some(prev) if ***prev == tool => Arc::clone(prev),
+        _ => Arc::new(tool),
+    }
+}
+
 impl Handler<ListTools> for UpstreamActor {
     type Result = ResponseFuture<Result<Listing, UpstreamError>>;
 
-    fn handle(&mut self, _: ListTools, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: ListTools, _: &mut Self::Context) -> Self::Result {
         let conn = self.conn.clone();
         Box::pin(async move {
             let started = Instant::now();
-            let out = conn.with_timeout(conn.list_tools()).await;
+            let out = conn.with_timeout(conn.list_tools(&msg.previous)).await;
             let ms = started.elapsed().as_millis() as u64;
             match &out {
                 Ok(l) => {
@@ -536,7 +551,9 @@ impl Connection {
         let _ = tokio::time::timeout(timeout, send).await;
     }
 
-    async fn list_tools(&self) -> Result<Listing, UpstreamError> {
+    async fn list_tools(&self, previous: &[Arc<Tool>]) -> Result<Listing, UpstreamError> {
+        let previous: std::collections::HashMap<&str, &Arc<Tool>> =
+            previous.iter().map(|t| (t.name.as_str(), t)).collect();
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         let mut seen_cursors = std::collections::HashSet::new();
@@ -565,7 +582,7 @@ impl Connection {
                     {
                         log::warn!(upstream = self.spec.label.as_str(), tool = tool.name.as_str(); "upstream tool skipped: invalid x-mcp-header annotations")
                     }
-                    Ok(tool) => tools.push(tool),
+                    Ok(tool) => tools.push(reuse_unchanged(&previous, tool)),
                     Err(_) => {
                         log::warn!(upstream = self.spec.label.as_str(); "upstream tool skipped: not a valid tool definition")
                     }
@@ -1102,6 +1119,23 @@ fn interpret(reply: transport::Reply, rpc_error: Option<RpcError>) -> Result<Val
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unchanged_definitions_are_taken_from_the_previous_listing() {
+        let parse = |v: Value| -> Tool { serde_json::from_value(v).unwrap() };
+        let old: Vec<Arc<Tool>> = vec![
+            Arc::new(parse(json!({"name": "a", "description": "1"}))),
+            Arc::new(parse(json!({"name": "b", "description": "1"}))),
+        ];
+        let previous: std::collections::HashMap<&str, &Arc<Tool>> = old.iter().map(|t| (t.name.as_str(), t)).collect();
+        let a = reuse_unchanged(&previous, parse(json!({"name": "a", "description": "1"})));
+        let b = reuse_unchanged(&previous, parse(json!({"name": "b", "description": "2"})));
+        let c = reuse_unchanged(&previous, parse(json!({"name": "c"})));
+        assert!(Arc::ptr_eq(&a, &old[0]), "unchanged: the old definition");
+        assert!(!Arc::ptr_eq(&b, &old[1]), "changed: the new one");
+        assert_eq!(b.description.as_deref(), Some("2"));
+        assert_eq!(c.name, "c");
+    }
 
     #[test]
     fn session_loss_is_recognised_by_status_and_message() {
