@@ -135,60 +135,34 @@ async fn legacy_sessions_can_be_ended_and_calls_cancelled() {
     assert_eq!(sid.len(), 32);
     let h = [("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
 
-    // notifications/cancelled reaches the call in flight.
+    // notifications/cancelled reaches the call in flight, whether it comes while the call runs
+    // or right after it was sent (before the call joins the session table, or even before the
+    // proxy reads the call).
     a.control.set_call_delay(Duration::from_millis(3000));
-    let started = Instant::now();
-    let url = p.url.clone();
-    let sid2 = sid.clone();
-    let call = actix_web::rt::spawn(async move {
-        let h = [
-            ("Mcp-Session-Id", sid2.as_str()),
-            ("MCP-Protocol-Version", "2025-11-25"),
-        ];
-        post_raw(&url, call_body(42, None), &h).await
-    });
-    actix_web::rt::time::sleep(Duration::from_millis(400)).await;
-    let cancel =
-        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 42, "reason": "user"}});
-    let (status, _, _) = post_raw(&p.url, cancel.to_string(), &h).await;
-    assert_eq!(status, 202);
-    let (status, _, text) = call.await.unwrap();
-    assert_eq!(status, 200);
-    assert!(text.contains("-32800"), "{text}");
-    assert!(started.elapsed() < Duration::from_millis(2500));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while a.control.stats().cancelled_notifications == 0 {
-        assert!(Instant::now() < deadline, "the upstream was never told");
-        actix_web::rt::time::sleep(Duration::from_millis(50)).await;
-    }
-
-    // A cancel sent right after the call (before the call joins the session table, or even
-    // before the proxy reads the call) still cancels it.
-    let before = a.control.stats().cancelled_notifications;
-    let started = Instant::now();
-    let url = p.url.clone();
-    let sid2 = sid.clone();
-    let call = actix_web::rt::spawn(async move {
-        let h = [
-            ("Mcp-Session-Id", sid2.as_str()),
-            ("MCP-Protocol-Version", "2025-11-25"),
-        ];
-        post_raw(&url, call_body(43, None), &h).await
-    });
-    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 43}});
-    let (status, _, _) = post_raw(&p.url, cancel.to_string(), &h).await;
-    assert_eq!(status, 202);
-    let (status, _, text) = call.await.unwrap();
-    assert_eq!(status, 200);
-    assert!(text.contains("-32800"), "{text}");
-    assert!(started.elapsed() < Duration::from_millis(2500));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while a.control.stats().cancelled_notifications == before {
-        assert!(
-            Instant::now() < deadline,
-            "the upstream was never told of the early cancel"
-        );
-        actix_web::rt::time::sleep(Duration::from_millis(50)).await;
+    for (id, wait_ms) in [(42, 400), (43, 0)] {
+        let before = a.control.stats().cancelled_notifications;
+        let started = Instant::now();
+        let (url, sid2) = (p.url.clone(), sid.clone());
+        let call = actix_web::rt::spawn(async move {
+            let h = [
+                ("Mcp-Session-Id", sid2.as_str()),
+                ("MCP-Protocol-Version", "2025-11-25"),
+            ];
+            post_raw(&url, call_body(id, None), &h).await
+        });
+        actix_web::rt::time::sleep(Duration::from_millis(wait_ms)).await;
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": "user"}});
+        let (status, _, _) = post_raw(&p.url, cancel.to_string(), &h).await;
+        assert_eq!(status, 202);
+        let (status, _, text) = call.await.unwrap();
+        assert_eq!(status, 200);
+        assert!(text.contains("-32800"), "call {id}: {text}");
+        assert!(started.elapsed() < Duration::from_millis(2500), "call {id}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while a.control.stats().cancelled_notifications == before {
+            assert!(Instant::now() < deadline, "the upstream was never told of cancel {id}");
+            actix_web::rt::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     // DELETE ends the session; it then gets 404, while requests without a session still work.

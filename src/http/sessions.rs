@@ -228,6 +228,29 @@ mod tests {
         assert_eq!(e.order.len(), 3);
     }
 
+    /// Registers call ("b", "7") and returns its cancel receiver.
+    async fn track(s: &Addr<ClientSessions>) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        s.send(Track {
+            session: "b".into(),
+            request_id: "7".into(),
+            cancel: tx,
+        })
+        .await
+        .unwrap();
+        rx
+    }
+
+    /// Cancels call ("b", "7"); whether it was in flight.
+    async fn cancel(s: &Addr<ClientSessions>) -> bool {
+        s.send(Cancel {
+            session: "b".into(),
+            request_id: "7".into(),
+        })
+        .await
+        .unwrap()
+    }
+
     #[actix_web::test]
     async fn ended_sessions_are_remembered_and_cancels_reach_calls() {
         let actor = ClientSessions::default();
@@ -236,47 +259,14 @@ mod tests {
         assert!(!ended.contains("a"));
         s.send(End("a".into())).await.unwrap();
         assert!(ended.contains("a"), "published once End is handled");
-        let (tx, rx) = oneshot::channel();
-        s.send(Track {
-            session: "b".into(),
-            request_id: "7".into(),
-            cancel: tx,
-        })
-        .await
-        .unwrap();
-        assert!(s
-            .send(Cancel {
-                session: "b".into(),
-                request_id: "7".into()
-            })
-            .await
-            .unwrap());
+        let rx = track(&s).await;
+        assert!(cancel(&s).await);
         assert!(rx.await.is_err(), "the sender was dropped: cancelled");
-        assert!(!s
-            .send(Cancel {
-                session: "b".into(),
-                request_id: "7".into()
-            })
-            .await
-            .unwrap());
-        // A cancel that comes before its call joins is applied when it joins.
-        let (tx, rx) = oneshot::channel();
-        s.send(Track {
-            session: "b".into(),
-            request_id: "7".into(),
-            cancel: tx,
-        })
-        .await
-        .unwrap();
-        assert!(rx.await.is_err(), "the early cancel was applied on Track");
-        let (tx, mut rx) = oneshot::channel();
-        s.send(Track {
-            session: "b".into(),
-            request_id: "7".into(),
-            cancel: tx,
-        })
-        .await
-        .unwrap();
+        // Not in flight any more: held as an early cancel...
+        assert!(!cancel(&s).await);
+        // ... which is applied when a call with that id joins, once.
+        assert!(track(&s).await.await.is_err(), "the early cancel was applied on Track");
+        let mut rx = track(&s).await;
         assert!(
             rx.try_recv().is_err_and(|e| e == oneshot::error::TryRecvError::Empty),
             "used once"
