@@ -879,23 +879,11 @@ impl Connection {
         let params = json!({ "_meta": modern::request_meta(CLIENT_NAME, env!("CARGO_PKG_VERSION")) });
         let body = jsonrpc::request(&id, "server/discover", Some(params));
         let headers = RequestHeaders {
-            bearer: self.spec.token.as_deref(),
             protocol_version: Some(modern::LATEST_MODERN),
             method: Some("server/discover"),
-            idempotent: true,
             ..Default::default()
         };
-        let reply = transport::post(
-            &self.client,
-            &self.spec.url,
-            &headers,
-            Bytes::from(body.to_string()),
-            Some(&id),
-            self.spec.max_response_bytes,
-            None,
-        )
-        .await;
-        let reply = match reply {
+        let reply = match self.post_handshake(headers, &body, Some(&id)).await {
             Ok(r) => r,
             // A 2xx reply that is not valid MCP (e.g. an SSE stream without an answer) is a
             // legacy server that does not know the method; transport errors propagate.
@@ -911,6 +899,32 @@ impl Connection {
             .map(str::to_string);
         let list_changed = result.is_some_and(advertises_list_changed);
         Ok(self.found(era, instructions, list_changed))
+    }
+
+    /// One handshake message (probe, `initialize`, `notifications/initialized`): `headers`
+    /// plus the bearer token; safe to resend on a stale pooled connection.
+    async fn post_handshake(
+        &self,
+        headers: RequestHeaders<'_>,
+        message: &Value,
+        expect_id: Option<&RequestId>,
+    ) -> Result<transport::Reply, UpstreamError> {
+        let headers = RequestHeaders {
+            bearer: self.spec.token.as_deref(),
+            idempotent: true,
+            ..headers
+        };
+        let body = Bytes::from(message.to_string());
+        transport::post(
+            &self.client,
+            &self.spec.url,
+            &headers,
+            body,
+            expect_id,
+            self.spec.max_response_bytes,
+            None,
+        )
+        .await
     }
 
     fn found(&self, era: Era, instructions: Option<String>, list_changed: bool) -> Era {
@@ -932,21 +946,7 @@ impl Connection {
             "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
         });
         let body = jsonrpc::request(&id, "initialize", Some(params));
-        let headers = RequestHeaders {
-            bearer: self.spec.token.as_deref(),
-            idempotent: true,
-            ..Default::default()
-        };
-        let reply = transport::post(
-            &self.client,
-            &self.spec.url,
-            &headers,
-            Bytes::from(body.to_string()),
-            Some(&id),
-            self.spec.max_response_bytes,
-            None,
-        )
-        .await?;
+        let reply = self.post_handshake(RequestHeaders::default(), &body, Some(&id)).await?;
         let session_id = reply.session_id.clone();
         let rpc_error = reply.message.as_ref().and_then(transport::rpc_error_of);
         let result = interpret(reply, rpc_error)?;
@@ -973,22 +973,11 @@ impl Connection {
         // notifications/initialized completes the handshake.
         let note = jsonrpc::notification("notifications/initialized", None);
         let headers = RequestHeaders {
-            bearer: self.spec.token.as_deref(),
             session_id: session_id.as_deref(),
             protocol_version: Some(&negotiated),
-            idempotent: true,
             ..Default::default()
         };
-        let ack = transport::post(
-            &self.client,
-            &self.spec.url,
-            &headers,
-            Bytes::from(note.to_string()),
-            None,
-            self.spec.max_response_bytes,
-            None,
-        )
-        .await?;
+        let ack = self.post_handshake(headers, &note, None).await?;
         if !(200..300).contains(&ack.status) {
             return Err(UpstreamError::Http {
                 status: ack.status,
