@@ -30,8 +30,11 @@ struct Part {
     sources: Vec<String>,
     /// Pair id → pair key ([`pair_key`] of two term ids), first-seen order.
     pair_keys: Vec<u64>,
-    /// (pair id, tool, field bits), one per tool and pair, in tool order.
-    pair_occ: Vec<(u32, u32, u8)>,
+    /// Occurrences, one per tool and pair, in tool order: pair id and field bits; tool d's
+    /// start at `pair_starts[d]` (two arrays and per-tool starts: 5 bytes an occurrence).
+    pair_pids: Vec<u32>,
+    pair_bits: Vec<u8>,
+    pair_starts: Vec<usize>,
     /// Name-field surface words (≥ 5 chars) and their terms, first-seen order.
     surfaces: Vec<(String, u32)>,
 }
@@ -80,7 +83,9 @@ pub(super) fn build_on(tools: &[CatalogTool], params: &Params, threads: usize) -
         mut docs,
         sources,
         pair_keys,
-        pair_occ,
+        pair_pids,
+        pair_bits,
+        pair_starts,
         surfaces,
     } = part;
     docs.shrink_to_fit();
@@ -115,7 +120,7 @@ pub(super) fn build_on(tools: &[CatalogTool], params: &Params, threads: usize) -
     };
     let names = || name_tables(tools);
     let words = || (affix_table(&term_texts, &name_vocab), deletion_table(&surfaces));
-    let pairs = move || pair_table(pair_keys, pair_occ);
+    let pairs = move || pair_table(pair_keys, pair_pids, pair_bits, pair_starts);
     // The tables are independent of each other: on several threads, built side by side.
     let ((postings, source_postings), (compact_names, exact_names), (affixes, deletions), pairs) = if threads > 1 {
         std::thread::scope(|s| {
@@ -194,7 +199,12 @@ fn weigh(
     for a in &mut avg {
         *a = (*a / n).max(1.0);
     }
-    let mut postings: Vec<Vec<Posting>> = vec![Vec::new(); n_terms];
+    // each term's postings allocated once, at its document frequency
+    let mut df = vec![0usize; n_terms];
+    for (t, _) in doc_terms {
+        df[*t as usize] += 1;
+    }
+    let mut postings: Vec<Vec<Posting>> = df.into_iter().map(Vec::with_capacity).collect();
     for (d, lens) in doc_lens.iter().enumerate() {
         let norm: [f64; FIELDS] = std::array::from_fn(|f| 1.0 - params.b[f] + params.b[f] * lens[f] as f64 / avg[f]);
         for (t, tf) in terms_of(d) {
@@ -310,32 +320,39 @@ fn deletion_table(surfaces: &[(String, u32)]) -> StrTable {
     StrTable::from_map(deletions)
 }
 
-/// Pair ids in key order (a pair's id is its key's position), then the occurrences grouped
-/// by pair (a counting sort: tools stay in order within a pair).
-fn pair_table(pair_keys: Vec<u64>, pair_occ: Vec<(u32, u32, u8)>) -> PairTable {
+/// Pair ids in key order (a pair's id is its key's position; ids with equal keys, from
+/// different runs of a parallel build, become one), then the occurrences grouped by pair (a
+/// counting sort over the tools in order: tools stay in order within a pair).
+fn pair_table(pair_keys: Vec<u64>, pids: Vec<u32>, bits_in: Vec<u8>, starts: Vec<usize>) -> PairTable {
     let mut by_key: Vec<(u64, u32)> = pair_keys.iter().enumerate().map(|(i, &k)| (k, i as u32)).collect();
     drop(pair_keys);
     by_key.sort_unstable();
     let mut rank = vec![0u32; by_key.len()];
-    for (r, &(_, pid)) in by_key.iter().enumerate() {
-        rank[pid as usize] = r as u32;
+    let mut keys: Vec<u64> = Vec::with_capacity(by_key.len());
+    for (key, pid) in by_key {
+        if keys.last() != Some(&key) {
+            keys.push(key);
+        }
+        rank[pid as usize] = (keys.len() - 1) as u32;
     }
-    let keys: Vec<u64> = by_key.into_iter().map(|(k, _)| k).collect();
+    keys.shrink_to_fit();
     let mut offsets = vec![0u32; keys.len() + 1];
-    for &(pid, _, _) in &pair_occ {
+    for &pid in &pids {
         offsets[rank[pid as usize] as usize + 1] += 1;
     }
     for i in 1..offsets.len() {
         offsets[i] += offsets[i - 1];
     }
     let mut fill = offsets.clone();
-    let mut docs = vec![0u32; pair_occ.len()];
-    let mut bits = vec![0u8; pair_occ.len()];
-    for &(pid, d, b) in &pair_occ {
-        let r = rank[pid as usize] as usize;
-        docs[fill[r] as usize] = d;
-        bits[fill[r] as usize] = b;
-        fill[r] += 1;
+    let mut docs = vec![0u32; pids.len()];
+    let mut bits = vec![0u8; pids.len()];
+    for (d, range) in starts.windows(2).enumerate() {
+        for i in range[0]..range[1] {
+            let r = rank[pids[i] as usize] as usize;
+            docs[fill[r] as usize] = d as u32;
+            bits[fill[r] as usize] = bits_in[i];
+            fill[r] += 1;
+        }
     }
     PairTable {
         keys,
@@ -372,11 +389,14 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
     let mut pair_ids: FxHashMap<u64, u32> = FxHashMap::default();
     let mut pair_keys: Vec<u64> = Vec::new();
     let mut pair_last: Vec<(u32, u32)> = Vec::new();
-    let mut pair_occ: Vec<(u32, u32, u8)> = Vec::new();
+    let mut pair_pids: Vec<u32> = Vec::new();
+    let mut pair_bits: Vec<u8> = Vec::new();
+    let mut pair_starts: Vec<usize> = Vec::with_capacity(tools.len() + 1);
     for (d, ct) in tools.iter().enumerate() {
         let doc = doc_base + d as u32;
         let start = doc_terms.len();
         doc_starts.push(start);
+        pair_starts.push(pair_pids.len());
         let mut lens = [0u32; FIELDS];
         let schema = ct.tool.schema_view();
         for field in ALL_FIELDS {
@@ -415,10 +435,11 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
                             }
                             let last = &mut pair_last[pid as usize];
                             if last.0 == doc {
-                                pair_occ[last.1 as usize].2 |= field.bit();
+                                pair_bits[last.1 as usize] |= field.bit();
                             } else {
-                                *last = (doc, pair_occ.len() as u32);
-                                pair_occ.push((pid, doc, field.bit()));
+                                *last = (doc, pair_pids.len() as u32);
+                                pair_pids.push(pid);
+                                pair_bits.push(field.bit());
                             }
                         }
                         prev = Some(id);
@@ -492,6 +513,7 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
         doc_lens.push(lens);
     }
     doc_starts.push(doc_terms.len());
+    pair_starts.push(pair_pids.len());
     Part {
         term_texts,
         name_vocab,
@@ -502,7 +524,9 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
         docs,
         sources,
         pair_keys,
-        pair_occ,
+        pair_pids,
+        pair_bits,
+        pair_starts,
         surfaces,
     }
 }
@@ -511,9 +535,17 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
 /// ids in first-seen order: the same ids a one-thread pass assigns.
 fn merge(parts: Vec<Part>) -> Part {
     let mut out = Part::default();
+    // Exact sizes: the merged arrays are the largest of the build.
+    let total = |len: fn(&Part) -> usize| parts.iter().map(len).sum::<usize>();
+    out.doc_terms.reserve_exact(total(|p| p.doc_terms.len()));
+    out.doc_starts.reserve_exact(total(|p| p.doc_starts.len()));
+    out.doc_lens.reserve_exact(total(|p| p.doc_lens.len()));
+    out.docs.reserve_exact(total(|p| p.docs.len()));
+    out.pair_pids.reserve_exact(total(|p| p.pair_pids.len()));
+    out.pair_bits.reserve_exact(total(|p| p.pair_bits.len()));
+    out.pair_starts.reserve_exact(total(|p| p.pair_starts.len()));
     let mut term_ids: FxHashMap<String, u32> = FxHashMap::default();
     let mut source_ids: FxHashMap<String, u32> = FxHashMap::default();
-    let mut pair_ids: FxHashMap<u64, u32> = FxHashMap::default();
     let mut surface_seen: FxHashMap<String, ()> = FxHashMap::default();
     for part in parts {
         let terms: Vec<u32> = part
@@ -555,24 +587,18 @@ fn merge(parts: Vec<Part>) -> Part {
             d.source = srcs[d.source as usize];
             d
         }));
-        let pairs: Vec<u32> = part
-            .pair_keys
-            .into_iter()
-            .map(|key| {
-                let global = pair_key(terms[(key >> 32) as usize], terms[(key & 0xffff_ffff) as usize]);
-                let next = out.pair_keys.len() as u32;
-                let id = *pair_ids.entry(global).or_insert(next);
-                if id == next {
-                    out.pair_keys.push(global);
-                }
-                id
-            })
-            .collect();
-        out.pair_occ.extend(
-            part.pair_occ
+        // A pair seen in several runs keeps one id per run here; `pair_table` merges equal keys.
+        let first_pid = out.pair_keys.len() as u32;
+        out.pair_keys.extend(
+            part.pair_keys
                 .into_iter()
-                .map(|(p, d, bits)| (pairs[p as usize], d, bits)),
+                .map(|key| pair_key(terms[(key >> 32) as usize], terms[(key & 0xffff_ffff) as usize])),
         );
+        let base = out.pair_pids.len();
+        out.pair_starts
+            .extend(part.pair_starts[..part.pair_starts.len() - 1].iter().map(|s| s + base));
+        out.pair_pids.extend(part.pair_pids.into_iter().map(|p| p + first_pid));
+        out.pair_bits.extend(part.pair_bits);
         for (w, t) in part.surfaces {
             if surface_seen.insert(w.clone(), ()).is_none() {
                 out.surfaces.push((w, terms[t as usize]));
@@ -580,5 +606,6 @@ fn merge(parts: Vec<Part>) -> Part {
         }
     }
     out.doc_starts.push(out.doc_terms.len());
+    out.pair_starts.push(out.pair_pids.len());
     out
 }
