@@ -3,6 +3,7 @@
 //! A refresh never edits a snapshot: it builds a new one from the per-upstream listings and
 //! the actor swaps it in whole, so searches running on the old `Arc<Snapshot>` are never torn.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -245,18 +246,19 @@ fn compute_tool_hash(tool: &Tool) -> u64 {
         Str(&'a str),
         Val(Value),
     }
-    let mut members: Vec<(&str, Member<'_>)> = Vec::with_capacity(8);
-    members.push(("name", Member::Str(&tool.name)));
+    let rest = tool.rest();
+    let mut members: Vec<(Cow<'_, str>, Member<'_>)> = Vec::with_capacity(8);
+    members.push(("name".into(), Member::Str(&tool.name)));
     if let Some(t) = &tool.title {
-        members.push(("title", Member::Str(t)));
+        members.push(("title".into(), Member::Str(t)));
     }
     if let Some(d) = &tool.description {
-        members.push(("description", Member::Str(d)));
+        members.push(("description".into(), Member::Str(d)));
     }
-    for (k, v) in tool.members() {
+    for (k, v) in rest.members() {
         members.push((k, Member::Val(serde_json::from_str(v.get()).unwrap_or(Value::Null))));
     }
-    members.sort_by(|a, b| a.0.cmp(b.0));
+    members.sort_by(|a, b| a.0.cmp(&b.0));
     let mut out = HashWriter(Sha256::new());
     out.0.update(b"{");
     for (i, (k, m)) in members.iter().enumerate() {

@@ -8,9 +8,11 @@
 //! `serde_json::Value` trees (a map, a `String` and an allocation per node). So a [`Tool`]
 //! parses only what the proxy reads on every search and listing (name, title, description)
 //! and keeps every other member (`inputSchema`, `outputSchema`, `annotations`, `icons`,
-//! `_meta`, …) as its compact JSON text ([`RawValue`], serde_json's `raw_value` feature).
-//! Readers parse a member when they need it: [`Tool::schema_view`] borrows from the text
-//! (parameter names, descriptions and enum values for the index and the search hits), the
+//! `_meta`, …) as one compact JSON object text, LZ4-compressed against a built-in dictionary
+//! of JSON Schema phrasing (`lz4_flex`: pure Rust, an external-dictionary block API;
+//! decompression runs at GB/s, so a reader pays microseconds). Readers take the text with
+//! [`Tool::rest`] and parse what they need: [`Rest::schema_view`] borrows from it
+//! (parameter names, descriptions and enum values for the index and the search hits); the
 //! full `Value` is built only for `mcp_describe` and, once per tool, for argument validation.
 
 use std::borrow::Cow;
@@ -29,14 +31,49 @@ pub struct Tool {
     pub name: String,
     pub title: Option<String>,
     pub description: Option<String>,
-    /// Every other member, in the upstream's order, as compact JSON text. `inputSchema` is
-    /// always present (`{"type":"object"}` when an upstream omits it).
-    members: Vec<(Box<str>, Box<RawValue>)>,
+    /// Every other member, in the upstream's order, as one compact JSON object, packed.
+    /// `inputSchema` is always present (`{"type":"object"}` when an upstream omits it).
+    rest: Packed,
     /// The definition's hash (see `catalog::snapshot::tool_hash`), computed once.
     hash: std::sync::OnceLock<u64>,
 }
 
 const DEFAULT_INPUT_SCHEMA: &str = r#"{"type":"object"}"#;
+
+/// The members of a tool other than name, title and description: one JSON object text.
+pub struct Rest<'a> {
+    text: Cow<'a, str>,
+}
+
+impl Rest<'_> {
+    /// The whole object, e.g. `{"inputSchema":{…},"annotations":{…}}`.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The members, in order, values borrowed.
+    pub fn members(&self) -> Vec<(Cow<'_, str>, &RawValue)> {
+        object_members(&self.text).unwrap_or_default()
+    }
+
+    /// One member's JSON text.
+    pub fn get(&self, key: &str) -> Option<&RawValue> {
+        self.members().into_iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// The input schema's JSON text (never dereferenced).
+    pub fn input_schema_raw(&self) -> &str {
+        self.get("inputSchema")
+            .map(RawValue::get)
+            .unwrap_or(DEFAULT_INPUT_SCHEMA)
+    }
+
+    /// The parts of the input schema the index and the search hits read, borrowed from its
+    /// text; a member of the wrong type reads as absent.
+    pub fn schema_view(&self) -> SchemaView<'_> {
+        SchemaView::parse(self.input_schema_raw())
+    }
+}
 
 impl Tool {
     /// The description, or `""` when the upstream gave none.
@@ -44,32 +81,21 @@ impl Tool {
         self.description.as_deref().unwrap_or("")
     }
 
-    /// A member other than `name`, `title` and `description`, as JSON text.
-    pub fn raw(&self, key: &str) -> Option<&RawValue> {
-        self.members.iter().find(|(k, _)| &**k == key).map(|(_, v)| &**v)
-    }
-
-    /// Every member other than `name`, `title` and `description`, in the upstream's order.
-    pub fn members(&self) -> impl Iterator<Item = (&str, &RawValue)> {
-        self.members.iter().map(|(k, v)| (&**k, &**v))
+    /// Every member other than name, title and description (unpacked).
+    pub fn rest(&self) -> Rest<'_> {
+        Rest { text: self.rest.text() }
     }
 
     /// A member parsed (`None` when absent).
     pub fn member_value(&self, key: &str) -> Option<Value> {
-        self.raw(key)
+        self.rest()
+            .get(key)
             .map(|r| serde_json::from_str(r.get()).unwrap_or(Value::Null))
-    }
-
-    /// The input schema's JSON text (never dereferenced).
-    pub fn input_schema_raw(&self) -> &str {
-        self.raw("inputSchema")
-            .map(RawValue::get)
-            .unwrap_or(DEFAULT_INPUT_SCHEMA)
     }
 
     /// The input schema, parsed.
     pub fn input_schema(&self) -> Value {
-        serde_json::from_str(self.input_schema_raw()).unwrap_or_else(|_| serde_json::json!({"type": "object"}))
+        serde_json::from_str(self.rest().input_schema_raw()).unwrap_or_else(|_| serde_json::json!({"type": "object"}))
     }
 
     pub fn output_schema(&self) -> Option<Value> {
@@ -82,38 +108,34 @@ impl Tool {
 
     /// A boolean annotation (`readOnlyHint`, …), without building the annotations object.
     pub fn annotation_bool(&self, key: &str) -> Option<bool> {
-        let raw = self.raw("annotations")?;
+        let rest = self.rest();
+        let raw = rest.get("annotations")?;
         let m: Vec<(Cow<'_, str>, &RawValue)> = object_members(raw.get())?;
         let (_, v) = m.iter().find(|(k, _)| k == key)?;
         serde_json::from_str(v.get()).ok()
     }
 
     /// `annotations.title`, when it is a string.
-    pub fn annotation_title(&self) -> Option<Cow<'_, str>> {
-        let raw = self.raw("annotations")?;
+    pub fn annotation_title(&self) -> Option<String> {
+        let rest = self.rest();
+        let raw = rest.get("annotations")?;
         let m: Vec<(Cow<'_, str>, &RawValue)> = object_members(raw.get())?;
         let (_, v) = m.into_iter().find(|(k, _)| k == "title")?;
-        serde_json::from_str::<Cow<'_, str>>(v.get()).ok()
-    }
-
-    /// The parts of the input schema the index and the search hits read, borrowed from its
-    /// text; a member of the wrong type reads as absent.
-    pub fn schema_view(&self) -> SchemaView<'_> {
-        SchemaView::parse(self.input_schema_raw())
+        serde_json::from_str::<String>(v.get()).ok()
     }
 
     /// Names listed in the input schema's top-level `required` array, in schema order.
     pub fn required_params(&self) -> Vec<String> {
-        self.schema_view().required.into_iter().map(Cow::into_owned).collect()
+        let rest = self.rest();
+        let view = rest.schema_view();
+        view.required.into_iter().map(Cow::into_owned).collect()
     }
 
     /// Top-level property names of the input schema, in schema order.
     pub fn param_names(&self) -> Vec<String> {
-        self.schema_view()
-            .params
-            .into_iter()
-            .map(|p| p.name.into_owned())
-            .collect()
+        let rest = self.rest();
+        let view = rest.schema_view();
+        view.params.into_iter().map(|p| p.name.into_owned()).collect()
     }
 
     /// The definition's hash, computed by `compute` on first use.
@@ -129,38 +151,117 @@ impl Tool {
 
     /// Sets (or replaces) a member; `value` is stored compact.
     pub fn set_member(&mut self, key: &str, value: &Value) {
-        self.hash = Default::default();
         let raw = RawValue::from_string(value.to_string()).expect("a Value serialises to valid JSON");
-        match self.members.iter_mut().find(|(k, _)| &**k == key) {
+        let mut members: Vec<(String, Box<RawValue>)> = self
+            .rest()
+            .members()
+            .into_iter()
+            .map(|(k, v)| (k.into_owned(), v.to_owned()))
+            .collect();
+        match members.iter_mut().find(|(k, _)| k == key) {
             Some(slot) => slot.1 = raw,
-            None => self.members.push((key.into(), raw)),
+            None => members.push((key.to_string(), raw)),
         }
+        self.rest = Packed::pack(&object_text(&members));
+        self.hash = Default::default();
     }
 
     /// Removes a member (not `name`, `title` or `description`; `inputSchema` falls back to
     /// its default).
     pub fn remove_member(&mut self, key: &str) {
+        let members: Vec<(String, Box<RawValue>)> = self
+            .rest()
+            .members()
+            .into_iter()
+            .filter(|(k, _)| k != key)
+            .map(|(k, v)| (k.into_owned(), v.to_owned()))
+            .collect();
+        self.rest = Packed::pack(&object_text(&members));
         self.hash = Default::default();
-        self.members.retain(|(k, _)| &**k != key);
     }
 
     /// The definition as a `Value` (for `mcp_describe`-like output and tests).
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
+
+    /// Heap bytes of the packed members (for memory reports).
+    pub fn packed_len(&self) -> usize {
+        self.rest.0.len()
+    }
 }
+
+/// `{"k":v,…}` of members already in compact JSON.
+fn object_text(members: &[(String, Box<RawValue>)]) -> String {
+    let mut out = String::with_capacity(2 + members.iter().map(|(k, v)| k.len() + v.get().len() + 4).sum::<usize>());
+    out.push('{');
+    for (i, (k, v)) in members.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::to_string(k).expect("a string serialises"));
+        out.push(':');
+        out.push_str(v.get());
+    }
+    out.push('}');
+    out
+}
+
+/// A JSON text, stored as given (short texts) or LZ4-compressed against [`DICTIONARY`]. The
+/// first byte says which.
+#[derive(Clone, PartialEq, Eq)]
+struct Packed(Box<[u8]>);
+
+const PLAIN: u8 = 0;
+const LZ4: u8 = 1;
+/// Shorter texts are stored as they are (compression would gain nothing worth a decode).
+const PACK_MIN: usize = 64;
+
+impl Packed {
+    fn pack(text: &str) -> Packed {
+        if text.len() >= PACK_MIN {
+            let compressed = lz4_flex::block::compress_prepend_size_with_dict(text.as_bytes(), DICTIONARY);
+            if compressed.len() + 1 < text.len() {
+                let mut out = Vec::with_capacity(compressed.len() + 1);
+                out.push(LZ4);
+                out.extend_from_slice(&compressed);
+                return Packed(out.into_boxed_slice());
+            }
+        }
+        let mut out = Vec::with_capacity(text.len() + 1);
+        out.push(PLAIN);
+        out.extend_from_slice(text.as_bytes());
+        Packed(out.into_boxed_slice())
+    }
+
+    fn text(&self) -> Cow<'_, str> {
+        let (tag, body) = self.0.split_first().unwrap_or((&PLAIN, &[]));
+        match *tag {
+            LZ4 => {
+                // Only this module packs, from valid UTF-8; a failure cannot happen, and would
+                // read as an empty object rather than a panic.
+                let bytes = lz4_flex::block::decompress_size_prepended_with_dict(body, DICTIONARY).unwrap_or_default();
+                String::from_utf8(bytes).map(Cow::Owned).unwrap_or(Cow::Borrowed("{}"))
+            }
+            _ => std::str::from_utf8(body)
+                .map(Cow::Borrowed)
+                .unwrap_or(Cow::Borrowed("{}")),
+        }
+    }
+}
+
+/// Phrasing that recurs in tool definitions (JSON Schema keywords and types, MCP annotation
+/// names, common parameter descriptions), the LZ4 dictionary every packed text is matched
+/// against. Changing it changes nothing stored on disk (manifests hold plain JSON).
+const DICTIONARY: &[u8] = br##"{"inputSchema":{"type":"object","properties":{"id":{"type":"string","description":"The ID of the "},"name":{"type":"string","description":"The name of the "},"query":{"type":"string","description":"The search query"},"url":{"type":"string","format":"uri","description":"The URL of the "},"limit":{"type":"integer","description":"Maximum number of results to return","default":10,"minimum":1,"maximum":100},"page":{"type":"integer","description":"Page number for pagination"},"offset":{"type":"number","description":"Number of items to skip"},"enabled":{"type":"boolean","description":"Whether to include "},"tags":{"type":"array","items":{"type":"string"},"description":"List of "},"options":{"type":"object","additionalProperties":{"type":"string"},"description":"Optional "},"date":{"type":"string","format":"date-time","description":"Date in ISO 8601 format (YYYY-MM-DD)"},"sort":{"type":"string","enum":["asc","desc"],"description":"Sort order"},"value":{"anyOf":[{"type":"string"},{"type":"number"},{"type":"null"}],"default":null,"title":"Value"}},"required":["id","name"],"additionalProperties":false,"$schema":"http://json-schema.org/draft-07/schema#"},"outputSchema":{"type":"object","properties":{"result":{"type":"string"}},"required":["result"]},"annotations":{"title":"","readOnlyHint":true,"destructiveHint":false,"idempotentHint":true,"openWorldHint":false},"_meta":{},"icons":[{"src":"https://","mimeType":"image/png"}],"server":"","original_name":"","package":"","package_version":"","description":"The unique identifier of the ","description":"Optional. If not provided, ","description":"The maximum number of ","description":"e.g. ","minLength":1,"maxLength":255,"pattern":"^[a-zA-Z0-9_-]+$","examples":[""],"$ref":"#/$defs/","$defs":{},"oneOf":[{"type":"object"},{"type":"array"}],"allOf":[],"const":"","nullable":true,"format":"email","format":"uuid","type":"boolean","type":"integer","type":"number","type":"array","type":"string","type":"object"}"##;
 
 impl PartialEq for Tool {
     fn eq(&self, other: &Self) -> bool {
+        // Packing is deterministic: equal texts are equal bytes.
         self.name == other.name
             && self.title == other.title
             && self.description == other.description
-            && self.members.len() == other.members.len()
-            && self
-                .members
-                .iter()
-                .zip(&other.members)
-                .all(|(a, b)| a.0 == b.0 && a.1.get() == b.1.get())
+            && self.rest == other.rest
     }
 }
 
@@ -170,17 +271,18 @@ impl fmt::Debug for Tool {
             .field("name", &self.name)
             .field("title", &self.title)
             .field("description", &self.description)
-            .field(
-                "members",
-                &self.members.iter().map(|(k, v)| (&**k, v.get())).collect::<Vec<_>>(),
-            )
+            .field("rest", &self.rest().text())
             .finish()
     }
 }
 
 impl Serialize for Tool {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(None)?;
+        let rest = self.rest();
+        let members = rest.members();
+        let mut m = s.serialize_map(Some(
+            1 + members.len() + self.title.is_some() as usize + self.description.is_some() as usize,
+        ))?;
         m.serialize_entry("name", &self.name)?;
         if let Some(t) = &self.title {
             m.serialize_entry("title", t)?;
@@ -188,8 +290,8 @@ impl Serialize for Tool {
         if let Some(d) = &self.description {
             m.serialize_entry("description", d)?;
         }
-        for (k, v) in &self.members {
-            m.serialize_entry(&**k, &**v)?;
+        for (k, v) in &members {
+            m.serialize_entry(&**k, v)?;
         }
         m.end()
     }
@@ -209,7 +311,7 @@ impl<'de> Deserialize<'de> for Tool {
                 let mut name: Option<String> = None;
                 let mut title = None;
                 let mut description = None;
-                let mut members: Vec<(Box<str>, Box<RawValue>)> = Vec::new();
+                let mut members: Vec<(String, Box<RawValue>)> = Vec::new();
                 while let Some(key) = map.next_key::<Cow<'de, str>>()? {
                     match &*key {
                         "name" => name = Some(map.next_value()?),
@@ -221,21 +323,20 @@ impl<'de> Deserialize<'de> for Tool {
                                 // A duplicate key: the last one wins, as in a JSON object.
                                 members.retain(|(k, _)| **k != *key);
                             }
-                            members.push((key.into_owned().into_boxed_str(), raw));
+                            members.push((key.into_owned(), raw));
                         }
                     }
                 }
                 let name = name.ok_or_else(|| de::Error::missing_field("name"))?;
-                if !members.iter().any(|(k, _)| &**k == "inputSchema") {
+                if !members.iter().any(|(k, _)| k == "inputSchema") {
                     let default = RawValue::from_string(DEFAULT_INPUT_SCHEMA.into()).map_err(de::Error::custom)?;
                     members.insert(0, ("inputSchema".into(), default));
                 }
-                members.shrink_to_fit();
                 Ok(Tool {
                     name,
                     title,
                     description,
-                    members,
+                    rest: Packed::pack(&object_text(&members)),
                     hash: Default::default(),
                 })
             }
@@ -247,29 +348,10 @@ impl<'de> Deserialize<'de> for Tool {
 /// `raw` without whitespace outside strings (upstreams and files may pretty-print; the text
 /// is kept for the life of the catalog, so it is kept small).
 fn compact(raw: Box<RawValue>) -> Box<RawValue> {
-    let text = raw.get();
-    let mut in_string = false;
-    let mut escaped = false;
-    let needs = text.bytes().any(|b| {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-            false
-        } else if b == b'"' {
-            in_string = true;
-            false
-        } else {
-            matches!(b, b' ' | b'\n' | b'\r' | b'\t')
-        }
-    });
-    if !needs {
+    if !has_insignificant_whitespace(raw.get().as_bytes()) {
         return raw;
     }
+    let text = raw.get();
     let mut out = String::with_capacity(text.len());
     let (mut in_string, mut escaped) = (false, false);
     for c in text.chars() {
@@ -291,6 +373,32 @@ fn compact(raw: Box<RawValue>) -> Box<RawValue> {
     }
     // Removing insignificant whitespace keeps the text valid JSON.
     RawValue::from_string(out).unwrap_or(raw)
+}
+
+/// Whether valid JSON text has whitespace outside its strings. Strings are skipped to their
+/// closing quote with a slice search (most of a definition is inside strings).
+fn has_insignificant_whitespace(b: &[u8]) -> bool {
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i += 1;
+                loop {
+                    match b[i.min(b.len())..].iter().position(|&c| c == b'"' || c == b'\\') {
+                        Some(p) if b[i + p] == b'\\' => i += p + 2,
+                        Some(p) => {
+                            i += p + 1;
+                            break;
+                        }
+                        None => return false,
+                    }
+                }
+            }
+            b' ' | b'\n' | b'\r' | b'\t' => return true,
+            _ => i += 1,
+        }
+    }
+    false
 }
 
 /// The members of a JSON object text, in order, values borrowed; `None` when it is no object.
@@ -398,6 +506,19 @@ mod tests {
         assert_eq!(t.annotation_bool("destructiveHint"), None);
         let again: Tool = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
         assert_eq!(again, t);
+        // A long definition is stored packed and reads back the same.
+        let long = json!({"name": "big", "inputSchema": {"type": "object", "properties": (0..50)
+            .map(|i| (format!("p{i}"), json!({"type": "string", "description": format!("The name of the thing {i}")})))
+            .collect::<serde_json::Map<String, Value>>()}});
+        let big: Tool = serde_json::from_value(long.clone()).unwrap();
+        assert!(
+            big.packed_len() * 2 < big.rest().text().len(),
+            "compressed: {} of {}",
+            big.packed_len(),
+            big.rest().text().len()
+        );
+        assert_eq!(big.to_value(), long);
+        assert_eq!(big.param_names().len(), 50);
     }
 
     #[test]
@@ -405,13 +526,31 @@ mod tests {
         let text = "{\"name\": \"t\",\n  \"inputSchema\": {\n    \"type\": \"object\",\n    \"properties\": {\"q\": {\"description\": \"a  \\\"quoted\\\"  text\"}}\n  }\n}";
         let t: Tool = serde_json::from_str(text).unwrap();
         assert_eq!(
-            t.input_schema_raw(),
+            t.rest().input_schema_raw(),
             r#"{"type":"object","properties":{"q":{"description":"a  \"quoted\"  text"}}}"#
         );
         assert_eq!(
-            t.schema_view().params[0].description.as_deref(),
+            t.rest().schema_view().params[0].description.as_deref(),
             Some("a  \"quoted\"  text")
         );
+    }
+
+    #[test]
+    fn whitespace_outside_strings_is_found_and_inside_ignored() {
+        let yes = [r#"{"a": 1}"#, "[1,\n2]", r#"{"a":"x\\" , "b":1}"#, r#"{"a":"\"" }"#];
+        let no = [
+            r#"{"a":"b c"}"#,
+            r#"{"a":"x\" y"}"#,
+            r#"["a\\","b c"]"#,
+            "\"unterminated ",
+            "123",
+        ];
+        for t in yes {
+            assert!(has_insignificant_whitespace(t.as_bytes()), "{t}");
+        }
+        for t in no {
+            assert!(!has_insignificant_whitespace(t.as_bytes()), "{t}");
+        }
     }
 
     #[test]
@@ -429,16 +568,17 @@ mod tests {
             "properties": {"mode": {"enum": ["fast", 3, null, "slow"], "description": 7}, "x": true},
             "required": ["mode", 5]}}))
         .unwrap();
-        let v = t.schema_view();
+        let rest = t.rest();
+        let v = rest.schema_view();
         assert_eq!(v.params.len(), 2);
         assert_eq!(v.params[0].enum_values, ["fast", "slow"]);
         assert_eq!(v.params[0].description, None);
         assert_eq!(v.required, ["mode"]);
         let odd: Tool =
             serde_json::from_value(json!({"name": "t", "inputSchema": {"properties": [1], "required": "x"}})).unwrap();
-        assert_eq!(odd.schema_view(), SchemaView::default());
+        assert_eq!(odd.rest().schema_view(), SchemaView::default());
         let none: Tool = serde_json::from_value(json!({"name": "t", "inputSchema": 5})).unwrap();
-        assert_eq!(none.schema_view(), SchemaView::default());
+        assert_eq!(none.rest().schema_view(), SchemaView::default());
     }
 
     #[test]

@@ -398,7 +398,8 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
         doc_starts.push(start);
         pair_starts.push(pair_pids.len());
         let mut lens = [0u32; FIELDS];
-        let schema = ct.tool.schema_view();
+        let rest = ct.tool.rest();
+        let schema = rest.schema_view();
         for field in ALL_FIELDS {
             let mut add = |text: &str| {
                 let mut prev: Option<u32> = None;

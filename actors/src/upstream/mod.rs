@@ -577,7 +577,7 @@ impl Connection {
                     }
                     Ok(tool)
                         if modern_era
-                            && tool.input_schema_raw().contains("x-mcp-header")
+                            && tool.rest().input_schema_raw().contains("x-mcp-header")
                             && !modern::x_mcp_headers_valid(&tool.input_schema()) =>
                     {
                         log::warn!(upstream = self.spec.label.as_str(), tool = tool.name.as_str(); "upstream tool skipped: invalid x-mcp-header annotations")
