@@ -611,9 +611,16 @@ fn apply_fanout(
 
 /// Names added, removed and modified between two snapshots (sorted).
 fn journal(old: &Snapshot, new: &Snapshot) -> (Vec<String>, Vec<String>, Vec<String>) {
-    let names = |s: &Snapshot| -> Vec<String> { s.tools.iter().map(|t| t.tool.name.clone()).collect() };
-    let mut added: Vec<String> = names(new).into_iter().filter(|n| old.get(n).is_none()).collect();
-    let mut removed: Vec<String> = names(old).into_iter().filter(|n| new.get(n).is_none()).collect();
+    // names of `a`'s tools that `b` lacks
+    let missing = |a: &Snapshot, b: &Snapshot| -> Vec<String> {
+        a.tools
+            .iter()
+            .filter(|t| b.get(&t.tool.name).is_none())
+            .map(|t| t.tool.name.clone())
+            .collect()
+    };
+    let mut added = missing(new, old);
+    let mut removed = missing(old, new);
     let mut modified: Vec<String> = new
         .tools
         .iter()

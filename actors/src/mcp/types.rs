@@ -152,30 +152,27 @@ impl Tool {
     /// Sets (or replaces) a member; `value` is stored compact.
     pub fn set_member(&mut self, key: &str, value: &Value) {
         let raw = RawValue::from_string(value.to_string()).expect("a Value serialises to valid JSON");
+        self.edit_members(|members| match members.iter_mut().find(|(k, _)| k == key) {
+            Some(slot) => slot.1 = raw,
+            None => members.push((key.to_string(), raw)),
+        });
+    }
+
+    /// Removes a member (not `name`, `title` or `description`; `inputSchema` falls back to
+    /// its default).
+    pub fn remove_member(&mut self, key: &str) {
+        self.edit_members(|members| members.retain(|(k, _)| k != key));
+    }
+
+    /// Unpacks the members, lets `edit` change them, packs them again.
+    fn edit_members(&mut self, edit: impl FnOnce(&mut Vec<(String, Box<RawValue>)>)) {
         let mut members: Vec<(String, Box<RawValue>)> = self
             .rest()
             .members()
             .into_iter()
             .map(|(k, v)| (k.into_owned(), v.to_owned()))
             .collect();
-        match members.iter_mut().find(|(k, _)| k == key) {
-            Some(slot) => slot.1 = raw,
-            None => members.push((key.to_string(), raw)),
-        }
-        self.rest = Packed::pack(&object_text(&members));
-        self.hash = Default::default();
-    }
-
-    /// Removes a member (not `name`, `title` or `description`; `inputSchema` falls back to
-    /// its default).
-    pub fn remove_member(&mut self, key: &str) {
-        let members: Vec<(String, Box<RawValue>)> = self
-            .rest()
-            .members()
-            .into_iter()
-            .filter(|(k, _)| k != key)
-            .map(|(k, v)| (k.into_owned(), v.to_owned()))
-            .collect();
+        edit(&mut members);
         self.rest = Packed::pack(&object_text(&members));
         self.hash = Default::default();
     }

@@ -77,8 +77,8 @@ pub(super) fn build_on(tools: &[CatalogTool], params: &Params, threads: usize) -
         term_texts,
         name_vocab,
         source_terms,
-        mut doc_terms,
-        mut doc_starts,
+        doc_terms,
+        doc_starts,
         doc_lens,
         mut docs,
         sources,
@@ -89,10 +89,6 @@ pub(super) fn build_on(tools: &[CatalogTool], params: &Params, threads: usize) -
         surfaces,
     } = part;
     docs.shrink_to_fit();
-    let mut source_ids: FxHashMap<&str, u32> = FxHashMap::default();
-    for (i, s) in sources.iter().enumerate() {
-        source_ids.insert(s.as_str(), i as u32);
-    }
     let surface_ids: FxHashMap<String, u32> = surfaces
         .iter()
         .enumerate()
@@ -103,8 +99,6 @@ pub(super) fn build_on(tools: &[CatalogTool], params: &Params, threads: usize) -
         .enumerate()
         .map(|(i, t)| (t.clone(), i as u32))
         .collect();
-    doc_terms.shrink_to_fit();
-    doc_starts.shrink_to_fit();
     let n = tools.len().max(1) as f64;
     let n_sources = sources.len();
     let weigh = || {
