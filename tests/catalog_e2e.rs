@@ -70,8 +70,13 @@ async fn a_flapping_upstream_never_loses_its_tools() {
         let d = call(&p.url, "mcp_describe", json!({"names": ["browser_snapshot"]})).await;
         assert_eq!(d["structuredContent"]["not_found"], json!([]), "round {round}");
     }
-    // Its tools go away only when it answers successfully without them.
+    // Its tools go away only when it answers successfully without them, twice in a row (one
+    // empty listing after a non-empty one is not believed: an aggregator restarting lists
+    // nothing until its backends connect).
     b.control.set_tools(vec![]);
+    let r = call(&p.url, "mcp_refresh", json!({})).await;
+    assert_eq!(r["structuredContent"]["removed"], json!([]), "{r}");
+    assert_eq!(r["structuredContent"]["upstreams"][1]["stale"], true, "{r}");
     let r = call(&p.url, "mcp_refresh", json!({})).await;
     assert_eq!(r["structuredContent"]["removed"], json!(["browser_snapshot"]));
     p.stop().await;

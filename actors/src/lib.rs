@@ -7,5 +7,6 @@ pub mod mcp;
 pub mod memory;
 pub mod model;
 pub mod policy;
+pub mod redact;
 pub mod search;
 pub mod upstream;

@@ -5,9 +5,13 @@
 //! reach it even by its exact name: there is one gate, not one check per path.
 //!
 //! Patterns are globs (`*` any run, `?` one character), case-insensitive, matched against the
-//! whole tool name; a pattern `source:GLOB` matches the tool's source instead.
+//! whole tool name; a pattern `source:GLOB` matches the tool's sources instead: its name's
+//! `server-` prefix (whether or not other tools share it) and the label of the upstream that
+//! lists it. The display source (`CatalogTool::source`) depends on how many tools share a
+//! prefix, so matching it alone would let a deny pattern stop matching when a server is down
+//! to one tool; matching both stable candidates does not.
 
-use crate::model::CatalogTool;
+use crate::model::{name_prefix, CatalogTool};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Policy {
@@ -49,7 +53,11 @@ impl Policy {
 
 fn matches(pattern: &str, t: &CatalogTool) -> bool {
     match pattern.strip_prefix("source:") {
-        Some(p) => glob(p, &t.source),
+        Some(p) => {
+            name_prefix(&t.tool.name).is_some_and(|prefix| glob(p, prefix))
+                || glob(p, &t.upstream)
+                || glob(p, &t.source)
+        }
         None => glob(pattern, &t.tool.name),
     }
 }
@@ -123,6 +131,34 @@ mod tests {
         assert!(p.allows(&ct("browser_click", "web", None)));
         assert!(!p.allows(&ct("github-list", "github", None)));
         assert!(Policy::default().allows(&ct("x", "y", None)));
+    }
+
+    #[test]
+    fn source_patterns_do_not_depend_on_how_many_tools_share_a_prefix() {
+        use crate::model::assign_sources;
+        let deny = Policy {
+            deny: vec!["source:github".into()],
+            ..Default::default()
+        };
+        let tool = |n: &str| {
+            std::sync::Arc::new(serde_json::from_value::<crate::mcp::types::Tool>(json!({"name": n})).unwrap())
+        };
+        // The only github- tool left: its display source falls back to the upstream label.
+        let lonely = assign_sources("agg", vec![tool("github-delete_repo"), tool("gmail-send")]);
+        assert_eq!(lonely[0].source, "agg");
+        assert!(!deny.allows(&lonely[0]), "a singleton github- tool is still denied");
+        assert!(deny.allows(&lonely[1]));
+        let many = assign_sources("agg", vec![tool("github-delete_repo"), tool("github-list")]);
+        assert!(many.iter().all(|t| !deny.allows(t)));
+        // The upstream label is a source too.
+        let by_label = Policy {
+            deny: vec!["source:browser".into()],
+            ..Default::default()
+        };
+        assert!(!by_label.allows(&ct("browser_click", "browser", None)));
+        let mut other = ct("x-y", "x", None);
+        other.upstream = "browser".into();
+        assert!(!by_label.allows(&other));
     }
 
     #[test]

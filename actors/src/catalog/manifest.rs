@@ -1,7 +1,14 @@
 //! The manifest: the last good catalog on disk, so search works before any upstream answers.
 //!
 //! Written atomically (temp file in the same directory, fsync, rename, fsync of the
-//! directory): a crash mid-write leaves the previous manifest intact, never a torn one.
+//! directory): a crash mid-write leaves the previous manifest intact, never a torn one; the
+//! temp files such crashes leave behind are removed at the next start
+//! ([`remove_stale_temp_files`]).
+//!
+//! Upstream URLs are stored redacted ([`crate::redact::url`]): a credential in a URL never
+//! reaches the disk. Upstreams are matched to their entries by the redacted URL, then by label.
+//! Tools loaded from a manifest pass the same admission as a listing ([`super::ingest`]), so a
+//! manifest written by an older version cannot bring in what a refresh would refuse.
 
 use std::io::Write;
 use std::path::Path;
@@ -53,7 +60,7 @@ impl Manifest {
                 .iter()
                 .map(|u| ManifestUpstream {
                     label: u.label.clone(),
-                    url: u.url.clone(),
+                    url: crate::redact::url(&u.url),
                     listed_at_ms: u.listed_at_ms,
                     instructions: u.instructions.clone(),
                     era: u.era,
@@ -72,6 +79,7 @@ impl Manifest {
 
     /// The era recorded for the upstream at `url`, if any.
     pub fn era_of(&self, url: &str) -> Option<crate::upstream::Era> {
+        let url = crate::redact::url(url);
         self.upstreams.iter().find(|u| u.url == url).and_then(|u| u.era)
     }
 
@@ -82,9 +90,10 @@ impl Manifest {
         configured
             .iter()
             .map(|(label, url)| {
+                let redacted = crate::redact::url(url);
                 let pos = entries
                     .iter()
-                    .position(|e| &e.url == url)
+                    .position(|e| e.url == redacted)
                     .or_else(|| entries.iter().position(|e| &e.label == label));
                 match pos {
                     Some(i) => {
@@ -95,16 +104,17 @@ impl Manifest {
                                 t.set_known_hash(h);
                             }
                         }
+                        let (tools, _) = super::ingest::admit(label, e.tools);
                         UpstreamState {
                             label: label.clone(),
                             url: url.clone(),
-                            tools: e.tools,
+                            tools,
                             listed_at_ms: e.listed_at_ms,
-                            last_error: None,
-                            instructions: e.instructions,
+                            instructions: e.instructions.as_deref().map(super::ingest::admit_instructions),
                             era: e.era,
                             protocol_version: e.protocol_version,
                             ttl_ms: e.ttl_ms,
+                            ..Default::default()
                         }
                     }
                     None => UpstreamState {
@@ -137,15 +147,34 @@ pub fn load(path: &Path) -> Result<Option<Manifest>, String> {
     Ok(Some(m))
 }
 
-/// Writes a manifest atomically.
-pub fn store(path: &Path, manifest: &Manifest) -> std::io::Result<()> {
+/// The directory of the manifest and the prefix of its temp files (`.manifest.json.tmp`).
+fn temp_prefix(path: &Path) -> (std::path::PathBuf, String) {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
-    std::fs::create_dir_all(&dir)?;
     let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("manifest.json");
-    let tmp = dir.join(format!(".{file_name}.tmp{}", std::process::id()));
+    (dir, format!(".{file_name}.tmp"))
+}
+
+/// Removes the temp files that writes interrupted by a crash left beside the manifest; returns
+/// how many. Called once at start, before this process writes any (one process per manifest).
+pub fn remove_stale_temp_files(path: &Path) -> usize {
+    let (dir, prefix) = temp_prefix(path);
+    let Ok(entries) = std::fs::read_dir(&dir) else { return 0 };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(&prefix)))
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| std::fs::remove_file(e.path()).is_ok())
+        .count()
+}
+
+/// Writes a manifest atomically.
+pub fn store(path: &Path, manifest: &Manifest) -> std::io::Result<()> {
+    let (dir, prefix) = temp_prefix(path);
+    std::fs::create_dir_all(&dir)?;
+    let tmp = dir.join(format!("{prefix}{}", std::process::id()));
     let result = (|| {
         // Streamed: an 11k-tool manifest is ~18 MB that need not exist in memory at once.
         let mut w = std::io::BufWriter::with_capacity(256 * 1024, std::fs::File::create(&tmp)?);
@@ -211,6 +240,66 @@ mod tests {
         assert!(st[1].tools.is_empty());
         let rebuilt = Snapshot::build(st, 2, &Default::default());
         assert_eq!(rebuilt.tools.len(), 1);
+    }
+
+    #[test]
+    fn credentials_in_urls_are_not_stored_and_entries_still_match() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("manifest.json");
+        let url = "http://user:hunter2@h/mcp?api_key=sk-secret";
+        let states = vec![UpstreamState {
+            label: "a".into(),
+            url: url.into(),
+            tools: vec![tool("t1").into()],
+            era: Some(crate::upstream::Era::Legacy),
+            ..Default::default()
+        }];
+        let snap = Snapshot::build(states, 1, &Default::default());
+        store(&path, &Manifest::from_snapshot(&snap, 1)).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("hunter2") && !text.contains("sk-secret"), "{text}");
+        let m = load(&path).unwrap().unwrap();
+        assert_eq!(m.era_of(url), Some(crate::upstream::Era::Legacy));
+        let st = m.into_states(&[("renamed".to_string(), url.to_string())]);
+        assert_eq!(st[0].tools.len(), 1);
+        assert_eq!(st[0].url, url, "the state keeps the configured URL");
+    }
+
+    #[test]
+    fn stale_temp_files_are_removed_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("manifest.json");
+        std::fs::write(dir.path().join(".manifest.json.tmp123"), b"{half").unwrap();
+        std::fs::write(dir.path().join(".manifest.json.tmp9"), b"").unwrap();
+        std::fs::write(dir.path().join("other.json"), b"{}").unwrap();
+        std::fs::write(&path, b"{}").unwrap();
+        assert_eq!(remove_stale_temp_files(&path), 2);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["manifest.json", "other.json"]);
+    }
+
+    #[test]
+    fn tools_from_a_manifest_pass_admission() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("manifest.json");
+        let states = vec![UpstreamState {
+            label: "a".into(),
+            url: "http://a/mcp".into(),
+            tools: vec![tool("good").into(), tool("bad\u{1b}name").into()],
+            ..Default::default()
+        }];
+        let snap = Snapshot::build(states, 1, &Default::default());
+        store(&path, &Manifest::from_snapshot(&snap, 1)).unwrap();
+        let st = load(&path)
+            .unwrap()
+            .unwrap()
+            .into_states(&[("a".into(), "http://a/mcp".into())]);
+        let names: Vec<&str> = st[0].tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["good"]);
     }
 
     #[test]

@@ -25,6 +25,7 @@
 //! it (its upstreams are still answering requests sent practically at the same moment). In a fan-out, an upstream that fails keeps
 //! its previous tools (served stale); a fan-out in which every upstream fails changes nothing.
 
+pub mod ingest;
 pub mod manifest;
 pub mod resolve;
 pub mod snapshot;
@@ -53,6 +54,11 @@ pub struct CatalogConfig {
     pub unknown_tool_cooldown: Duration,
     /// Which tools are served at all, and which are pinned into `tools/list`.
     pub policy: Policy,
+    /// At most one fan-out per this period for client and upstream triggers (`mcp_refresh`,
+    /// list changes): an explicit refresh while one runs joins it, one within the period after
+    /// the last fan-out started is answered with the current catalog (`ran: false`, a note),
+    /// and list changes wait for the period to end. Zero disables the limit.
+    pub min_refresh_interval: Duration,
 }
 
 impl Default for CatalogConfig {
@@ -62,9 +68,13 @@ impl Default for CatalogConfig {
             ttl: None,
             unknown_tool_cooldown: Duration::from_secs(2),
             policy: Policy::default(),
+            min_refresh_interval: DEFAULT_MIN_REFRESH_INTERVAL,
         }
     }
 }
+
+/// Default of [`CatalogConfig::min_refresh_interval`].
+pub const DEFAULT_MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(5);
 
 /// The catalog's link to one upstream actor.
 #[derive(Clone)]
@@ -133,6 +143,9 @@ pub struct UpstreamReport {
     pub era: Option<crate::upstream::Era>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub protocol_version: Option<String>,
+    /// Tools of the last listing that were not admitted, by reason (see `catalog::ingest`).
+    #[serde(skip_serializing_if = "ingest::Dropped::is_empty")]
+    pub dropped: ingest::Dropped,
 }
 
 /// What a completed refresh did.
@@ -152,6 +165,9 @@ pub struct RefreshReport {
     pub removed: Vec<String>,
     pub modified: Vec<String>,
     pub duration_ms: u64,
+    /// Why no fan-out ran, when `ran` is false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// A refresh in which no upstream answered: the catalog was left as it was.
@@ -184,6 +200,7 @@ pub struct CatalogActor {
     /// Every snapshot swapped in is also published here, so readers need no message.
     published: tokio::sync::watch::Sender<Arc<Snapshot>>,
     state: RefreshState,
+    last_started: Option<Instant>,
     last_finished: Option<Instant>,
     /// Fan-outs started since the actor was created (observability and tests).
     fanouts: u64,
@@ -245,6 +262,7 @@ impl CatalogActor {
             snapshot,
             published,
             state: RefreshState::Idle,
+            last_started: None,
             last_finished: None,
             fanouts: 0,
             retry_backoff: None,
@@ -286,6 +304,7 @@ impl CatalogActor {
 
     fn start_fanout(&mut self, reason: RefreshReason, ctx: &mut Context<Self>) {
         self.fanouts += 1;
+        self.last_started = Some(Instant::now());
         let started = Instant::now();
         let handles = self.upstreams.clone();
         let previous = self.snapshot.clone();
@@ -392,6 +411,7 @@ impl CatalogActor {
             removed: Vec::new(),
             modified: Vec::new(),
             duration_ms: 0,
+            note: None,
         }
     }
 }
@@ -418,7 +438,13 @@ impl Handler<ToolsChanged> for CatalogActor {
             return;
         }
         self.list_changed_pending = true;
-        ctx.run_later(LIST_CHANGED_DEBOUNCE, |act, ctx| {
+        // An upstream that keeps announcing changes gets at most one fan-out per period.
+        let wait = self
+            .last_started
+            .map(|t| self.cfg.min_refresh_interval.saturating_sub(t.elapsed()))
+            .unwrap_or_default()
+            .max(LIST_CHANGED_DEBOUNCE);
+        ctx.run_later(wait, |act, ctx| {
             act.list_changed_pending = false;
             act.trigger(RefreshReason::ListChanged, None, ctx);
         });
@@ -476,7 +502,27 @@ impl Handler<Refresh> for CatalogActor {
             }
         }
         let (tx, rx) = oneshot::channel();
-        self.trigger(msg.reason, Some(tx), ctx);
+        let limited = matches!(msg.reason, RefreshReason::Explicit | RefreshReason::UnknownTool)
+            && !self.cfg.min_refresh_interval.is_zero();
+        match &mut self.state {
+            // A client cannot make the proxy re-list every upstream in a loop.
+            RefreshState::Running { waiters, .. } if limited => waiters.push(tx),
+            RefreshState::Idle
+                if limited
+                    && self
+                        .last_started
+                        .is_some_and(|t| t.elapsed() < self.cfg.min_refresh_interval) =>
+            {
+                let mut report = self.fresh_report(msg.reason);
+                let ago = self.last_started.map(|t| t.elapsed().as_secs_f64()).unwrap_or(0.0);
+                report.note = Some(format!(
+                    "not re-listed: the catalog was refreshed {ago:.1} s ago and is refreshed at most once per {} s; this is the current catalog",
+                    self.cfg.min_refresh_interval.as_secs_f64()
+                ));
+                return Box::pin(async move { Ok(report) });
+            }
+            _ => self.trigger(msg.reason, Some(tx), ctx),
+        }
         Box::pin(async move {
             rx.await.unwrap_or_else(|_| {
                 Err(RefreshFailure {
@@ -501,6 +547,10 @@ fn effective_ttl(configured: Option<Duration>, hints_ms: impl Iterator<Item = u6
 /// Reads the manifest at `path`, logging what happened; `None` if absent or unusable (the
 /// catalog then starts empty, and the file is replaced after the first good refresh).
 pub fn load_manifest_logged(path: &std::path::Path) -> Option<manifest::Manifest> {
+    let removed = manifest::remove_stale_temp_files(path);
+    if removed > 0 {
+        log::warn!(path = path.display().to_string().as_str(), files = removed; "removed temp files of interrupted manifest writes");
+    }
     match manifest::load(path) {
         Ok(Some(m)) => {
             let n: usize = m.upstreams.iter().map(|u| u.tools.len()).sum();
@@ -534,8 +584,26 @@ fn apply_fanout(
         match result {
             Ok(listing) => {
                 any_ok = true;
-                state.tools = listing.tools;
-                state.instructions = listing.instructions;
+                let (tools, dropped) = ingest::admit(&state.label, listing.tools);
+                state.dropped = dropped;
+                if tools.is_empty() && !state.tools.is_empty() && !state.suspect_empty {
+                    // An aggregator restarting before its backends connect lists nothing for
+                    // a while: one empty listing does not erase the catalog and the manifest.
+                    log::warn!(
+                        upstream = state.label.as_str(),
+                        kept_tools = state.tools.len();
+                        "upstream listed no tools; previous tools kept until an empty listing repeats"
+                    );
+                    state.suspect_empty = true;
+                    state.last_error = Some(format!(
+                        "listed no tools (had {}); the previous tools are kept until the next refresh confirms the empty list",
+                        state.tools.len()
+                    ));
+                    continue;
+                }
+                state.suspect_empty = false;
+                state.tools = tools;
+                state.instructions = listing.instructions.as_deref().map(ingest::admit_instructions);
                 state.listed_at_ms = Some(now);
                 state.last_error = None;
                 state.era = Some(listing.era);
@@ -592,6 +660,7 @@ fn apply_fanout(
         removed,
         modified,
         duration_ms: started.elapsed().as_millis() as u64,
+        note: None,
     };
     let sources = serde_json::to_string(&report.sources).unwrap_or_default();
     log::info!(
@@ -648,6 +717,7 @@ fn upstream_reports(states: &[UpstreamState], now: u64) -> Vec<UpstreamReport> {
             listing_age_sec: s.listed_at_ms.map(|t| now.saturating_sub(t) / 1000),
             era: s.era,
             protocol_version: s.protocol_version.clone(),
+            dropped: s.dropped,
         })
         .collect()
 }

@@ -35,6 +35,11 @@ pub struct UpstreamState {
     pub protocol_version: Option<String>,
     /// A modern upstream's `ttlMs` hint for its tool list.
     pub ttl_ms: Option<u64>,
+    /// The last listing was empty after a non-empty one and was not believed (the previous
+    /// tools are kept); a second empty listing in a row is believed.
+    pub suspect_empty: bool,
+    /// Tools of the last listing that admission refused ([`super::ingest`]).
+    pub dropped: super::ingest::Dropped,
 }
 
 /// A tool name offered by more than one upstream: the first in configuration order wins.
@@ -72,6 +77,9 @@ pub struct Snapshot {
     pub pinned: Vec<usize>,
     /// Tools the policy withheld (for logs only; they are nowhere else).
     pub withheld: usize,
+    /// Normalized full and bare names of the withheld tools ([`super::resolve::keys`]): a
+    /// name that could mean one of them is never repaired into another tool.
+    pub withheld_keys: std::collections::HashSet<String>,
     /// Compiled input-schema validators, aligned with `tools`, compiled on first use.
     pub validators: Vec<crate::args::CachedValidator>,
 }
@@ -85,10 +93,16 @@ impl Snapshot {
         let mut by_name: HashMap<String, usize> = HashMap::new();
         let mut collisions = Vec::new();
         let mut withheld = 0;
+        let mut withheld_keys = std::collections::HashSet::new();
         for up in &upstreams {
             for ct in assign_sources(&up.label, up.tools.clone()) {
                 if !policy.allows(&ct) {
                     withheld += 1;
+                    let (full, bare) = super::resolve::keys(&ct.tool.name);
+                    withheld_keys.insert(full);
+                    if !bare.is_empty() {
+                        withheld_keys.insert(bare);
+                    }
                     continue;
                 }
                 if let Some(&i) = by_name.get(&ct.tool.name) {
@@ -121,6 +135,7 @@ impl Snapshot {
             validators: (0..tools_len).map(|_| Default::default()).collect(),
             pinned,
             withheld,
+            withheld_keys,
         }
     }
 

@@ -149,6 +149,11 @@ impl Tool {
         let _ = self.hash.set(hash);
     }
 
+    /// Forgets the cached hash, after `name`, `title` or `description` were changed.
+    pub fn forget_hash(&mut self) {
+        self.hash = Default::default();
+    }
+
     /// Sets (or replaces) a member; `value` is stored compact.
     pub fn set_member(&mut self, key: &str, value: &Value) {
         let raw = RawValue::from_string(value.to_string()).expect("a Value serialises to valid JSON");
