@@ -27,6 +27,13 @@ pub const TOOLS_DENY: &str = "TOOLS_DENY";
 pub const READ_ONLY: &str = "READ_ONLY";
 pub const PINNED_TOOLS: &str = "PINNED_TOOLS";
 pub const LISTING_MAX_CHARS: &str = "LISTING_MAX_CHARS";
+pub const PROXY_TOKENS: &str = "PROXY_TOKENS";
+pub const PROXY_TOKENS_FILE: &str = "PROXY_TOKENS_FILE";
+pub const ALLOW_UNAUTHENTICATED: &str = "ALLOW_UNAUTHENTICATED";
+pub const BODY_TIMEOUT_SEC: &str = "BODY_TIMEOUT_SEC";
+pub const MAX_CONNECTIONS: &str = "MAX_CONNECTIONS";
+pub const SHUTDOWN_GRACE_SEC: &str = "SHUTDOWN_GRACE_SEC";
+pub const REFRESH_MIN_INTERVAL_SEC: &str = "REFRESH_MIN_INTERVAL_SEC";
 
 pub const DEFAULT_PORT: u16 = 8092;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -35,6 +42,26 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(1800);
 pub const DEFAULT_MAX_BODY: usize = 4 * 1024 * 1024;
 pub const DEFAULT_MAX_RESULT: usize = 16 * 1024 * 1024;
 pub const DEFAULT_LISTING_MAX_CHARS: usize = 6000;
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// Client tokens shorter than this are refused (a guessable token is no protection).
+pub const MIN_CLIENT_TOKEN_CHARS: usize = 16;
+
+/// One inbound bearer token and the client group it names (for logs; never the token).
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClientToken {
+    pub group: String,
+    pub token: String,
+}
+
+impl std::fmt::Debug for ClientToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientToken")
+            .field("group", &self.group)
+            .finish_non_exhaustive()
+    }
+}
 
 /// One upstream as configured.
 #[derive(Clone, PartialEq, Eq)]
@@ -81,6 +108,18 @@ pub struct Config {
     pub policy: proxy_actors::policy::Policy,
     /// Budget of the tier-1 listing in `instructions`.
     pub listing_max_chars: usize,
+    /// Bearer tokens clients must present on `/mcp` (empty: no authentication).
+    pub client_tokens: Vec<ClientToken>,
+    /// Serve without client tokens on a non-loopback address (said at start with a WARN).
+    pub allow_unauthenticated: bool,
+    /// Longest a client may take to send a request body once its headers arrived.
+    pub body_timeout: Duration,
+    /// Most client connections held at once (further ones wait in the listen backlog).
+    pub max_connections: usize,
+    /// How long calls in flight may finish at shutdown before they are answered with an error.
+    pub shutdown_grace: Duration,
+    /// At most one client- or upstream-triggered catalog fan-out per this period (0 = off).
+    pub refresh_min_interval: Duration,
 }
 
 /// A configuration error, naming the variable at fault.
@@ -106,6 +145,30 @@ fn err(var: &'static str, message: impl Into<String>) -> ConfigError {
 }
 
 impl Config {
+    /// The defaults every variable has, for `upstreams`, on loopback (the demo's settings).
+    pub fn for_upstreams(upstreams: Vec<UpstreamConfig>) -> Config {
+        Config {
+            upstreams,
+            catalog_ttl: None,
+            manifest_path: None,
+            bind_addr: "127.0.0.1".into(),
+            port: DEFAULT_PORT,
+            allowed_origins: Vec::new(),
+            max_body_bytes: DEFAULT_MAX_BODY,
+            max_result_bytes: DEFAULT_MAX_RESULT,
+            log_level: log::LevelFilter::Info,
+            log_format: LogFormat::Json,
+            policy: Default::default(),
+            listing_max_chars: DEFAULT_LISTING_MAX_CHARS,
+            client_tokens: Vec::new(),
+            allow_unauthenticated: false,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            refresh_min_interval: proxy_actors::catalog::DEFAULT_MIN_REFRESH_INTERVAL,
+        }
+    }
+
     /// Reads the process environment.
     pub fn from_env() -> Result<Config, ConfigError> {
         Config::from_lookup(&|k| std::env::var(k).ok())
@@ -123,6 +186,9 @@ impl Config {
             None => DEFAULT_A11Y_TIMEOUT,
         };
         let master_key = get(LITELLM_MASTER_KEY);
+        if let Some(k) = &master_key {
+            check_header_token(LITELLM_MASTER_KEY, "the key", k)?;
+        }
 
         let raw: Vec<(Option<String>, String, Option<String>, &'static str)> = if let Some(list) = get(UPSTREAMS) {
             split_list(&list)
@@ -159,12 +225,19 @@ impl Config {
 
         let mut upstreams: Vec<UpstreamConfig> = Vec::new();
         for (i, (label, url, token, var)) in raw.into_iter().enumerate() {
-            validate_url(var, &url)?;
+            validate_url(var, i, &url)?;
             if upstreams.iter().any(|u| u.url == url) {
-                return Err(err(var, format!("{url} is listed twice")));
+                return Err(err(var, format!("{} is listed twice", proxy_actors::redact::url(&url))));
             }
+            if let Some(t) = &token {
+                check_header_token(var, &format!("the token of entry {}", i + 1), t)?;
+            }
+            // The master key goes only where the host itself is a LiteLLM.
             let token = token.or_else(|| {
-                if url.contains("litellm") {
+                if proxy_actors::redact::host(&url)
+                    .to_ascii_lowercase()
+                    .contains("litellm")
+                {
                     master_key.clone()
                 } else {
                     None
@@ -207,10 +280,46 @@ impl Config {
                 .parse::<u16>()
                 .map_err(|_| err(PORT, format!("{v:?} is not a port number (0-65535)")))?,
         };
-        let bind_addr = get(BIND_ADDR).unwrap_or_else(|| "0.0.0.0".into());
+        let client_tokens = client_tokens(get(PROXY_TOKENS), get(PROXY_TOKENS_FILE))?;
+        let allow_unauthenticated = parse_bool(ALLOW_UNAUTHENTICATED, get(ALLOW_UNAUTHENTICATED))?;
+        let open = !client_tokens.is_empty() || allow_unauthenticated;
+        // Without client tokens the proxy (which holds every upstream credential) is reachable
+        // from this machine only, unless the operator says otherwise.
+        let bind_addr = get(BIND_ADDR).unwrap_or_else(|| if open { "0.0.0.0" } else { "127.0.0.1" }.into());
+        let loopback =
+            bind_addr == "localhost" || bind_addr.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
         if bind_addr.parse::<std::net::IpAddr>().is_err() && bind_addr != "localhost" {
             return Err(err(BIND_ADDR, format!("{bind_addr:?} is not an IP address")));
         }
+        if !loopback && !open {
+            return Err(err(
+                BIND_ADDR,
+                format!(
+                    "{bind_addr} is reachable from other machines, but no client token is configured: set {PROXY_TOKENS} (or {PROXY_TOKENS_FILE}), or {ALLOW_UNAUTHENTICATED}=true if another layer authenticates clients"
+                ),
+            ));
+        }
+        let seconds = |var: &'static str, default: Duration| -> Result<Duration, ConfigError> {
+            match get(var) {
+                None => Ok(default),
+                Some(v) => Ok(Duration::from_secs(parse_positive(var, &v)?)),
+            }
+        };
+        let body_timeout = seconds(BODY_TIMEOUT_SEC, DEFAULT_BODY_TIMEOUT)?;
+        let shutdown_grace = seconds(SHUTDOWN_GRACE_SEC, DEFAULT_SHUTDOWN_GRACE)?;
+        let max_connections = match get(MAX_CONNECTIONS) {
+            None => DEFAULT_MAX_CONNECTIONS,
+            Some(v) => parse_positive(MAX_CONNECTIONS, &v)? as usize,
+        };
+        let refresh_min_interval = match get(REFRESH_MIN_INTERVAL_SEC) {
+            None => proxy_actors::catalog::DEFAULT_MIN_REFRESH_INTERVAL,
+            Some(v) => Duration::from_secs(v.parse::<u64>().map_err(|_| {
+                err(
+                    REFRESH_MIN_INTERVAL_SEC,
+                    format!("{v:?} is not a whole number of seconds (0 disables)"),
+                )
+            })?),
+        };
         let allowed_origins = get(ALLOWED_ORIGINS)
             .map(|v| {
                 split_list(&v)
@@ -255,11 +364,7 @@ impl Config {
             }
             Ok(list)
         };
-        let read_only = match get(READ_ONLY).as_deref().map(str::to_ascii_lowercase).as_deref() {
-            None | Some("false") | Some("0") | Some("no") => false,
-            Some("true") | Some("1") | Some("yes") => true,
-            Some(other) => return Err(err(READ_ONLY, format!("{other:?} is not true or false"))),
-        };
+        let read_only = parse_bool(READ_ONLY, get(READ_ONLY))?;
         let policy = proxy_actors::policy::Policy {
             allow: patterns(TOOLS_ALLOW)?,
             deny: patterns(TOOLS_DENY)?,
@@ -283,8 +388,83 @@ impl Config {
             max_result_bytes,
             log_level,
             log_format,
+            client_tokens,
+            allow_unauthenticated,
+            body_timeout,
+            max_connections,
+            shutdown_grace,
+            refresh_min_interval,
         })
     }
+}
+
+fn parse_bool(var: &'static str, v: Option<String>) -> Result<bool, ConfigError> {
+    match v.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        None | Some("false") | Some("0") | Some("no") => Ok(false),
+        Some("true") | Some("1") | Some("yes") => Ok(true),
+        Some(other) => Err(err(var, format!("{other:?} is not true or false"))),
+    }
+}
+
+/// A token that goes into an `Authorization` header: printable ASCII, no spaces. The error
+/// says which one is wrong and never echoes it.
+fn check_header_token(var: &'static str, what: &str, token: &str) -> Result<(), ConfigError> {
+    if token.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+        return Ok(());
+    }
+    Err(err(
+        var,
+        format!("{what} contains a space, a control character (CR, LF, …) or a non-ASCII character; tokens are sent as HTTP header values"),
+    ))
+}
+
+/// `PROXY_TOKENS` (comma-separated) and `PROXY_TOKENS_FILE` (one per line or comma-separated,
+/// `#` starts a comment): each entry `token` or `group:token`. Unnamed tokens are groups
+/// `client1`, `client2`, … in order.
+fn client_tokens(inline: Option<String>, file: Option<String>) -> Result<Vec<ClientToken>, ConfigError> {
+    let mut entries: Vec<(String, &'static str)> = Vec::new();
+    if let Some(list) = inline {
+        entries.extend(split_list(&list).map(|e| (e.to_string(), PROXY_TOKENS)));
+    }
+    if let Some(path) = file {
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| err(PROXY_TOKENS_FILE, format!("cannot read {path}: {e}")))?;
+        for line in text.lines() {
+            let line = line.split('#').next().unwrap_or("");
+            entries.extend(split_list(line).map(|e| (e.to_string(), PROXY_TOKENS_FILE)));
+        }
+        if entries.iter().all(|(_, v)| *v != PROXY_TOKENS_FILE) {
+            return Err(err(PROXY_TOKENS_FILE, format!("{path} holds no token")));
+        }
+    }
+    let mut out: Vec<ClientToken> = Vec::new();
+    for (i, (entry, var)) in entries.into_iter().enumerate() {
+        let (group, token) = match entry.split_once(':') {
+            Some((g, t))
+                if !g.is_empty()
+                    && g.len() <= 64
+                    && g.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+                    && !t.is_empty() =>
+            {
+                (g.to_string(), t.to_string())
+            }
+            _ => (format!("client{}", i + 1), entry),
+        };
+        let what = format!("the token of entry {} (group {group})", i + 1);
+        check_header_token(var, &what, &token)?;
+        if token.chars().count() < MIN_CLIENT_TOKEN_CHARS {
+            return Err(err(
+                var,
+                format!("{what} is shorter than {MIN_CLIENT_TOKEN_CHARS} characters; use a random token (e.g. `openssl rand -hex 24`)"),
+            ));
+        }
+        if out.iter().any(|t| t.token == token) {
+            return Err(err(var, format!("{what} is listed twice")));
+        }
+        out.push(ClientToken { group, token });
+    }
+    Ok(out)
 }
 
 fn split_list(s: &str) -> impl Iterator<Item = &str> {
@@ -305,17 +485,23 @@ fn split_label(s: &str) -> (Option<String>, &str) {
     (None, s.trim())
 }
 
-fn validate_url(var: &'static str, url: &str) -> Result<(), ConfigError> {
-    let rest = url
-        .strip_prefix("http://")
-        .or_else(|| url.strip_prefix("https://"))
-        .ok_or_else(|| err(var, format!("{url:?} is not an http:// or https:// URL")))?;
+/// Checks entry `index` (0-based). Messages show the URL redacted, and never the text of an
+/// entry that is not a URL at all: that may be the tail of a token that contained a comma.
+fn validate_url(var: &'static str, index: usize, url: &str) -> Result<(), ConfigError> {
+    let n = index + 1;
+    let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).ok_or_else(|| {
+        err(
+            var,
+            format!("entry {n} is not an http:// or https:// URL (entries are separated by commas; a token cannot contain one)"),
+        )
+    })?;
+    let shown = proxy_actors::redact::url(url);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     if authority.is_empty() || authority.contains(char::is_whitespace) {
-        return Err(err(var, format!("{url:?} has no host")));
+        return Err(err(var, format!("entry {n} ({shown}) has no host")));
     }
     if url.parse::<awc::http::Uri>().is_err() {
-        return Err(err(var, format!("{url:?} is not a valid URL")));
+        return Err(err(var, format!("entry {n} ({shown}) is not a valid URL")));
     }
     Ok(())
 }
@@ -476,6 +662,128 @@ mod tests {
         assert!(c.policy.read_only);
         assert_eq!(c.policy.pinned, vec!["gmail-send_message"]);
         assert_eq!(c.listing_max_chars, DEFAULT_LISTING_MAX_CHARS);
+    }
+
+    #[test]
+    fn master_key_goes_only_to_litellm_hosts() {
+        let c = cfg(&[
+            (
+                UPSTREAMS,
+                "http://evil.example/litellm/mcp,http://x.example/mcp?via=litellm,http://LiteLLM.internal:4000/mcp",
+            ),
+            (LITELLM_MASTER_KEY, "sk-master"),
+        ])
+        .unwrap();
+        assert_eq!(c.upstreams[0].token, None, "litellm only in the path");
+        assert_eq!(c.upstreams[1].token, None, "litellm only in the query");
+        assert_eq!(c.upstreams[2].token.as_deref(), Some("sk-master"));
+    }
+
+    #[test]
+    fn tokens_are_header_values_and_errors_never_echo_them() {
+        // A token with a comma splits into a second "entry": the message must not show it.
+        let e = cfg(&[(UPSTREAMS, "http://a/mcp|sk-abc,def-SECRET-TAIL")]).unwrap_err();
+        assert_eq!(e.var, UPSTREAMS);
+        assert!(!e.to_string().contains("SECRET"), "{e}");
+        assert!(e.to_string().contains("entry 2"), "{e}");
+        for bad in ["sk-a\r\nX-Evil: 1", "sk a", "sk-\u{e9}"] {
+            let e = cfg(&[(UPSTREAMS, &format!("http://a/mcp|{bad}"))]).unwrap_err();
+            assert_eq!(e.var, UPSTREAMS);
+            assert!(!e.to_string().contains(bad), "{e}");
+        }
+        let e = cfg(&[(UPSTREAMS, "http://litellm/mcp"), (LITELLM_MASTER_KEY, "sk-\nmaster")]).unwrap_err();
+        assert_eq!(e.var, LITELLM_MASTER_KEY);
+        // A URL with credentials is shown redacted.
+        let e = cfg(&[(UPSTREAMS, "http://u:pw-SECRET@h/mcp,http://u:pw-SECRET@h/mcp")]).unwrap_err();
+        assert!(!e.to_string().contains("SECRET"), "{e}");
+    }
+
+    #[test]
+    fn client_tokens_with_groups_from_the_variable_and_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tokens");
+        std::fs::write(
+            &file,
+            "# mounted secret\nteam-b:bbbbbbbbbbbbbbbbbbbb\n\ncccccccccccccccccccc # no group\n",
+        )
+        .unwrap();
+        let c = cfg(&[
+            (UPSTREAMS, "http://a/mcp"),
+            (PROXY_TOKENS, "team-a:aaaaaaaaaaaaaaaaaaaa"),
+            (PROXY_TOKENS_FILE, file.to_str().unwrap()),
+        ])
+        .unwrap();
+        let groups: Vec<&str> = c.client_tokens.iter().map(|t| t.group.as_str()).collect();
+        assert_eq!(groups, ["team-a", "team-b", "client3"]);
+        assert_eq!(c.client_tokens[1].token, "bbbbbbbbbbbbbbbbbbbb");
+        assert_eq!(c.bind_addr, "0.0.0.0", "with tokens the default bind is every address");
+        assert!(!format!("{c:?}").contains("aaaaaaaaaaaa"));
+        let bad = |vars: &[(&str, &str)], var: &str| {
+            let e = cfg(vars).unwrap_err();
+            assert_eq!(e.var, var, "{e}");
+            e
+        };
+        let e = bad(&[(UPSTREAMS, "http://a/mcp"), (PROXY_TOKENS, "short")], PROXY_TOKENS);
+        assert!(!e.to_string().contains("short\""), "{e}");
+        bad(
+            &[(UPSTREAMS, "http://a/mcp"), (PROXY_TOKENS, "g:aaaaaaaaaaaaaaaa\taaaa")],
+            PROXY_TOKENS,
+        );
+        bad(
+            &[
+                (UPSTREAMS, "http://a/mcp"),
+                (PROXY_TOKENS, "aaaaaaaaaaaaaaaaaaaa,x:aaaaaaaaaaaaaaaaaaaa"),
+            ],
+            PROXY_TOKENS,
+        );
+        bad(
+            &[(UPSTREAMS, "http://a/mcp"), (PROXY_TOKENS_FILE, "/nonexistent/tokens")],
+            PROXY_TOKENS_FILE,
+        );
+    }
+
+    #[test]
+    fn without_client_tokens_only_loopback_unless_allowed() {
+        let c = cfg(&[(UPSTREAMS, "http://a/mcp")]).unwrap();
+        assert_eq!(c.bind_addr, "127.0.0.1");
+        assert!(c.client_tokens.is_empty());
+        let e = cfg(&[(UPSTREAMS, "http://a/mcp"), (BIND_ADDR, "0.0.0.0")]).unwrap_err();
+        assert_eq!(e.var, BIND_ADDR);
+        assert!(e.to_string().contains(PROXY_TOKENS), "{e}");
+        let c = cfg(&[(UPSTREAMS, "http://a/mcp"), (BIND_ADDR, "::1")]).unwrap();
+        assert_eq!(c.bind_addr, "::1");
+        let c = cfg(&[(UPSTREAMS, "http://a/mcp"), (ALLOW_UNAUTHENTICATED, "true")]).unwrap();
+        assert_eq!(c.bind_addr, "0.0.0.0");
+        assert!(c.allow_unauthenticated);
+    }
+
+    #[test]
+    fn slow_client_and_shutdown_settings() {
+        let c = cfg(&[(UPSTREAMS, "http://a/mcp")]).unwrap();
+        assert_eq!(c.body_timeout, DEFAULT_BODY_TIMEOUT);
+        assert_eq!(c.max_connections, DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(c.shutdown_grace, DEFAULT_SHUTDOWN_GRACE);
+        assert_eq!(
+            c.refresh_min_interval,
+            proxy_actors::catalog::DEFAULT_MIN_REFRESH_INTERVAL
+        );
+        let c = cfg(&[
+            (UPSTREAMS, "http://a/mcp"),
+            (BODY_TIMEOUT_SEC, "3"),
+            (MAX_CONNECTIONS, "64"),
+            (SHUTDOWN_GRACE_SEC, "20"),
+            (REFRESH_MIN_INTERVAL_SEC, "0"),
+        ])
+        .unwrap();
+        assert_eq!(c.body_timeout, Duration::from_secs(3));
+        assert_eq!(c.max_connections, 64);
+        assert_eq!(c.shutdown_grace, Duration::from_secs(20));
+        assert_eq!(c.refresh_min_interval, Duration::ZERO);
+        let bad = |var: &str, v: &str| assert_eq!(cfg(&[(UPSTREAMS, "http://a/mcp"), (var, v)]).unwrap_err().var, var);
+        bad(BODY_TIMEOUT_SEC, "0");
+        bad(MAX_CONNECTIONS, "many");
+        bad(REFRESH_MIN_INTERVAL_SEC, "-1");
+        bad(ALLOW_UNAUTHENTICATED, "perhaps");
     }
 
     #[test]

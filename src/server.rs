@@ -39,7 +39,7 @@ impl Proxy {
         for u in upstreams {
             log::info!(
                 upstream = u.label.as_str(),
-                url = u.url.as_str(),
+                url = proxy_actors::redact::url(&u.url).as_str(),
                 auth = if u.token.is_some() { "yes" } else { "no" },
                 timeout_sec = u.timeout.as_secs();
                 "upstream configured"
@@ -109,6 +109,7 @@ pub fn catalog_config(cfg: &Config) -> CatalogConfig {
         manifest_path: cfg.manifest_path.clone(),
         ttl: cfg.catalog_ttl,
         policy: cfg.policy.clone(),
+        min_refresh_interval: cfg.refresh_min_interval,
         ..CatalogConfig::default()
     }
 }
@@ -118,35 +119,100 @@ pub fn http_settings(cfg: &Config) -> HttpSettings {
         allowed_origins: cfg.allowed_origins.clone(),
         max_body_bytes: cfg.max_body_bytes,
         listing_max_chars: cfg.listing_max_chars,
+        auth: http::auth::Authenticator::new(&cfg.client_tokens),
+        body_timeout: cfg.body_timeout,
     }
 }
 
+/// Connection limits and timeouts of the HTTP server.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerLimits {
+    /// Most client connections at once, over all workers.
+    pub max_connections: usize,
+    /// The shutdown grace period: calls still running after it get an error, and the server
+    /// closes what is left.
+    pub shutdown_grace: Duration,
+}
+
+impl ServerLimits {
+    pub fn of(cfg: &Config) -> ServerLimits {
+        ServerLimits {
+            max_connections: cfg.max_connections,
+            shutdown_grace: cfg.shutdown_grace,
+        }
+    }
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_connections: crate::config::DEFAULT_MAX_CONNECTIONS,
+            shutdown_grace: crate::config::DEFAULT_SHUTDOWN_GRACE,
+        }
+    }
+}
+
+/// Time for the server to flush the replies of calls cut at the end of the grace period.
+const CUT_MARGIN: Duration = Duration::from_secs(1);
+
 /// Builds the HTTP server on an already bound listener (port 0 in tests).
-pub fn http_server(state: web::Data<AppState>, listener: TcpListener) -> std::io::Result<actix_web::dev::Server> {
+///
+/// Headers must arrive within 5 s (actix-web's `client_request_timeout`), bodies within
+/// `BODY_TIMEOUT_SEC` (see `http::mcp`), and at most `max_connections` are held at once (the
+/// rest wait in the listen backlog), so slow or stalled clients cannot use up the process's
+/// file descriptors.
+pub fn http_server(
+    state: web::Data<AppState>,
+    listener: TcpListener,
+    limits: ServerLimits,
+) -> std::io::Result<actix_web::dev::Server> {
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let per_worker = limits.max_connections.div_ceil(workers).max(1);
     let routes = http::configure(state);
     Ok(HttpServer::new(move || App::new().configure(routes.clone()))
+        .workers(workers)
+        .max_connections(per_worker)
+        .client_request_timeout(Duration::from_secs(5))
+        .client_disconnect_timeout(Duration::from_secs(1))
         .listen(listener)?
-        .shutdown_timeout(10)
+        .shutdown_timeout((limits.shutdown_grace + CUT_MARGIN).as_secs())
         .disable_signals()
         .run())
+}
+
+/// At the end of the grace period, tells the requests still running to answer with an error.
+pub fn cut_after(state: &web::Data<AppState>, grace: Duration) {
+    let state = state.clone();
+    actix_web::rt::spawn(async move {
+        tokio::time::sleep(grace).await;
+        state.lifecycle.send_replace(http::Lifecycle::Cut);
+    });
 }
 
 /// Runs the service until SIGINT/SIGTERM.
 pub async fn run(cfg: Config, listener: TcpListener) -> std::io::Result<()> {
     let proxy = Proxy::start(&cfg.upstreams, catalog_config(&cfg), cfg.max_result_bytes);
     let addr = listener.local_addr()?;
-    let server = http_server(proxy.app_state(http_settings(&cfg)), listener)?;
+    if cfg.client_tokens.is_empty() && !addr.ip().is_loopback() {
+        log::warn!(addr = addr.to_string().as_str(); "no client authentication: anyone who can reach this address can use every upstream credential (ALLOW_UNAUTHENTICATED=true)");
+    }
+    let state = proxy.app_state(http_settings(&cfg));
+    let limits = ServerLimits::of(&cfg);
+    let server = http_server(state.clone(), listener, limits)?;
     let handle = server.handle();
     log::info!(
         addr = addr.to_string().as_str(),
         upstreams = cfg.upstreams.len(),
         ttl_sec = cfg.catalog_ttl.map(|d| d.as_secs()).unwrap_or(0),
+        auth = if cfg.client_tokens.is_empty() { "off" } else { "bearer" },
+        client_groups = cfg.client_tokens.len(),
         manifest = cfg.manifest_path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "off".into()).as_str();
         "listening"
     );
     actix_web::rt::spawn(async move {
         shutdown_signal().await;
-        log::info!("shutting down");
+        log::info!(grace_sec = limits.shutdown_grace.as_secs(); "shutting down");
+        cut_after(&state, limits.shutdown_grace);
         handle.stop(true).await;
     });
     let out = server.await;

@@ -18,23 +18,15 @@ pub struct DemoSettings {
 pub async fn run(settings: DemoSettings) -> std::io::Result<()> {
     let upstream = demo::start(UpstreamOptions::demo(), "127.0.0.1:0").await?;
     let cfg = Config {
-        upstreams: vec![UpstreamConfig {
+        port: settings.port,
+        log_level: settings.log_level,
+        log_format: settings.log_format,
+        ..Config::for_upstreams(vec![UpstreamConfig {
             label: "demo".into(),
             url: upstream.url.clone(),
             token: None,
             timeout: crate::config::DEFAULT_TIMEOUT,
-        }],
-        catalog_ttl: None,
-        manifest_path: None,
-        bind_addr: "127.0.0.1".into(),
-        port: settings.port,
-        allowed_origins: Vec::new(),
-        max_body_bytes: crate::config::DEFAULT_MAX_BODY,
-        max_result_bytes: crate::config::DEFAULT_MAX_RESULT,
-        log_level: settings.log_level,
-        log_format: settings.log_format,
-        policy: Default::default(),
-        listing_max_chars: crate::config::DEFAULT_LISTING_MAX_CHARS,
+        }])
     };
     let listener = TcpListener::bind((cfg.bind_addr.as_str(), cfg.port))?;
     let url = format!("http://{}/mcp", listener.local_addr()?);

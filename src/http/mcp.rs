@@ -7,8 +7,10 @@
 //! 2025 era (`initialize`, `ping`; a missing header means 2025-03-26).
 //!
 //! Order of checks, each with its own precise answer:
-//! 1. `Origin` (403 for a foreign origin: DNS-rebinding protection),
-//! 2. body size (413, checked on `Content-Length` and while streaming),
+//! 1. `Origin` (403 for a foreign origin: DNS-rebinding protection), then the client's
+//!    bearer token when `PROXY_TOKENS` is set (401 with `WWW-Authenticate: Bearer`),
+//! 2. body size (413, checked on `Content-Length` and while streaming) and the time the body
+//!    takes to arrive (408 after `BODY_TIMEOUT_SEC`: a stalled body cannot hold a connection),
 //! 3. `Accept` (406) and `Content-Type` (415),
 //! 4. JSON-RPC shape (400 with -32700/-32600; the id is echoed when it could be read, the
 //!    `id` member is omitted otherwise, never `null`),
@@ -23,7 +25,8 @@
 //! ignores it. `GET` (no standalone stream) answers 405. A `tools/call` that carries a
 //! `progressToken` from a client that accepts SSE is answered as an SSE stream that relays
 //! the upstream's `notifications/progress` as they arrive; a client that goes away cancels
-//! the upstream call.
+//! the upstream call. At shutdown, a request still running when the grace period ends is
+//! answered with a JSON-RPC error saying so (not cut off mid-reply).
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -61,7 +64,11 @@ pub async fn post(req: HttpRequest, payload: web::Payload, state: web::Data<AppS
     if let Err(resp) = check_origin(&req, &state.settings) {
         return *resp;
     }
-    let body = match read_body(&req, payload, state.settings.max_body_bytes).await {
+    let client = match authenticate(&req, &state.settings) {
+        Ok(group) => group,
+        Err(resp) => return *resp,
+    };
+    let body = match read_body(&req, payload, &state.settings).await {
         Ok(b) => b,
         Err(resp) => return *resp,
     };
@@ -154,7 +161,7 @@ pub async fn post(req: HttpRequest, payload: web::Payload, state: web::Data<AppS
         .and_then(|m| m.get("progressToken"))
         .is_some();
     if request.method == "tools/call" && progress_token && accepts.sse {
-        return stream_call(state, request, era);
+        return stream_call(state, request, era, client);
     }
     let started = std::time::Instant::now();
     let (tx, _rx) = mpsc::unbounded_channel();
@@ -165,7 +172,7 @@ pub async fn post(req: HttpRequest, payload: web::Payload, state: web::Data<AppS
             // table (two messages to another thread) only when it is still running after
             // `TRACK_AFTER`; a cancel that comes earlier is held by the table and applied when
             // the call joins.
-            let call = dispatch(&state, &request, era, tx);
+            let call = until_cut(&state, dispatch(&state, &request, era, tx));
             tokio::pin!(call);
             tokio::select! {
                 r = &mut call => r,
@@ -189,9 +196,9 @@ pub async fn post(req: HttpRequest, payload: web::Payload, state: web::Data<AppS
                 }
             }
         }
-        _ => dispatch(&state, &request, era, tx).await,
+        _ => until_cut(&state, dispatch(&state, &request, era, tx)).await,
     };
-    log_request(&request, &outcome, started.elapsed());
+    log_request(&request, &outcome, started.elapsed(), client.as_deref());
     let mut resp = match outcome {
         Ok(result) => reply(accepts, &jsonrpc::result_response(&request.id, result)),
         Err(Failure::Rpc(e)) => reply(accepts, &jsonrpc::error_response(Some(&request.id), &e)),
@@ -208,6 +215,52 @@ pub async fn post(req: HttpRequest, payload: web::Payload, state: web::Data<AppS
 
 /// JSON-RPC code for a request the client cancelled.
 const REQUEST_CANCELLED: i64 = -32800;
+
+/// Runs a request unless the shutdown grace period ends first; then it is abandoned (an
+/// upstream call in it is cancelled) and answered with an error that says why.
+async fn until_cut(
+    state: &AppState,
+    work: impl std::future::Future<Output = Result<Value, Failure>>,
+) -> Result<Value, Failure> {
+    tokio::select! {
+        r = work => r,
+        _ = state.cut() => Err(Failure::Rpc(RpcError::new(
+            jsonrpc::INTERNAL_ERROR,
+            "The proxy is shutting down and stopped this request at the end of its grace period; the upstream call was cancelled. Retry against a running instance.",
+        ))),
+    }
+}
+
+/// The client's group when `PROXY_TOKENS` is set (`None` when authentication is off); a 401
+/// with `WWW-Authenticate: Bearer` otherwise.
+fn authenticate(req: &HttpRequest, settings: &HttpSettings) -> Result<Option<String>, Box<HttpResponse>> {
+    use super::auth::Refusal;
+    let header = req.headers().get(header::AUTHORIZATION).map(|v| v.as_bytes());
+    match settings.auth.check(header) {
+        Ok(group) => Ok(group.map(str::to_string)),
+        Err(refusal) => {
+            let (challenge, message) = match refusal {
+                Refusal::Missing => (
+                    r#"Bearer realm="mcp-search-proxy""#,
+                    "Unauthorized: this proxy needs a bearer token (Authorization: Bearer <token>); ask its operator for one",
+                ),
+                Refusal::Invalid => (
+                    r#"Bearer realm="mcp-search-proxy", error="invalid_token""#,
+                    "Unauthorized: the bearer token is not valid for this proxy",
+                ),
+            };
+            log::warn!(reason = if refusal == Refusal::Missing { "missing" } else { "invalid" }; "client refused: authentication");
+            let mut resp = http_error(
+                StatusCode::UNAUTHORIZED,
+                None,
+                RpcError::new(jsonrpc::INVALID_REQUEST, message),
+            );
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static(challenge));
+            Err(Box::new(resp))
+        }
+    }
+}
 
 /// A request id as text, the way `notifications/cancelled` names it (`5` and `"5"` alike).
 fn request_id_key(v: &Value) -> String {
@@ -327,13 +380,13 @@ fn modern_result(mut result: Value) -> Value {
 /// Answers a `tools/call` as an SSE stream: the notifications the upstream sends while it
 /// works (progress) as they arrive, then the result. The call runs inside the response stream,
 /// so a client that disconnects drops it, which cancels the upstream request.
-fn stream_call(state: web::Data<AppState>, request: Request, era: Era) -> HttpResponse {
+fn stream_call(state: web::Data<AppState>, request: Request, era: Era, client: Option<String>) -> HttpResponse {
     let (tx, rx) = mpsc::unbounded_channel::<Value>();
     let id = request.id.clone();
     let call = Box::pin(async move {
         let started = std::time::Instant::now();
-        let outcome = dispatch(&state, &request, era, tx).await;
-        log_request(&request, &outcome, started.elapsed());
+        let outcome = until_cut(&state, dispatch(&state, &request, era, tx)).await;
+        log_request(&request, &outcome, started.elapsed(), client.as_deref());
         match outcome {
             Ok(result) => jsonrpc::result_response(&request.id, result),
             Err(Failure::Rpc(e)) | Err(Failure::Http(_, e)) => jsonrpc::error_response(Some(&request.id), &e),
@@ -382,9 +435,9 @@ fn refusal_response(id: Option<RequestId>, r: modern::Refusal) -> HttpResponse {
     http_error(StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST), id, e)
 }
 
-/// One line per request: method, the proxy tool for `tools/call`, outcome and latency.
-/// Arguments are never logged.
-fn log_request(req: &Request, outcome: &Result<Value, Failure>, elapsed: std::time::Duration) {
+/// One line per request: method, the proxy tool for `tools/call`, outcome, latency and the
+/// client's group (when tokens are configured). Arguments and tokens are never logged.
+fn log_request(req: &Request, outcome: &Result<Value, Failure>, elapsed: std::time::Duration, client: Option<&str>) {
     let tool = if req.method == "tools/call" {
         req.params
             .as_ref()
@@ -400,10 +453,11 @@ fn log_request(req: &Request, outcome: &Result<Value, Failure>, elapsed: std::ti
         Err(_) => "rpc_error",
     };
     let latency_us = elapsed.as_micros() as u64;
+    let client = client.unwrap_or("");
     if req.method == "tools/call" {
-        log::info!(method = req.method.as_str(), tool = tool, outcome = outcome_kind, latency_us = latency_us; "mcp request");
+        log::info!(method = req.method.as_str(), tool = tool, outcome = outcome_kind, latency_us = latency_us, client = client; "mcp request");
     } else {
-        log::debug!(method = req.method.as_str(), outcome = outcome_kind, latency_us = latency_us; "mcp request");
+        log::debug!(method = req.method.as_str(), outcome = outcome_kind, latency_us = latency_us, client = client; "mcp request");
     }
 }
 
@@ -411,6 +465,9 @@ fn log_request(req: &Request, outcome: &Result<Value, Failure>, elapsed: std::ti
 /// it; there is no standalone server-to-client stream.
 pub async fn other_method(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     if let Err(resp) = check_origin(&req, &state.settings) {
+        return *resp;
+    }
+    if let Err(resp) = authenticate(&req, &state.settings) {
         return *resp;
     }
     let modern_claim = header_str(&req, "mcp-protocol-version").is_some_and(modern::is_modern);
@@ -508,7 +565,40 @@ pub fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
     matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]")
 }
 
-async fn read_body(req: &HttpRequest, mut payload: web::Payload, limit: usize) -> Result<Bytes, Box<HttpResponse>> {
+/// Reads the body within the size cap and the body timeout.
+async fn read_body(
+    req: &HttpRequest,
+    payload: web::Payload,
+    settings: &HttpSettings,
+) -> Result<Bytes, Box<HttpResponse>> {
+    let timeout = settings.body_timeout;
+    match tokio::time::timeout(timeout, read_body_capped(req, payload, settings.max_body_bytes)).await {
+        Ok(r) => r,
+        Err(_) => {
+            log::warn!(timeout_sec = timeout.as_secs(); "client refused: request body too slow");
+            let mut resp = http_error(
+                StatusCode::REQUEST_TIMEOUT,
+                None,
+                RpcError::new(
+                    jsonrpc::INVALID_REQUEST,
+                    format!(
+                        "Request Timeout: the request body did not arrive within {} s (BODY_TIMEOUT_SEC)",
+                        timeout.as_secs()
+                    ),
+                ),
+            );
+            resp.headers_mut()
+                .insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+            Err(Box::new(resp))
+        }
+    }
+}
+
+async fn read_body_capped(
+    req: &HttpRequest,
+    mut payload: web::Payload,
+    limit: usize,
+) -> Result<Bytes, Box<HttpResponse>> {
     let too_large = || {
         Box::new(http_error(
             StatusCode::PAYLOAD_TOO_LARGE,

@@ -6,6 +6,7 @@
 //! calls, to the catalog for refreshes, to `sessions` to track and cancel calls in flight.
 //! Each published value has one writer, its actor; handlers never take a lock to change state.
 
+pub mod auth;
 pub mod health;
 pub mod mcp;
 pub mod sessions;
@@ -28,6 +29,31 @@ pub struct HttpSettings {
     pub max_body_bytes: usize,
     /// Budget of the tier-1 listing in `initialize`'s `instructions`.
     pub listing_max_chars: usize,
+    /// Client tokens (`PROXY_TOKENS`); none configured lets every request in.
+    pub auth: auth::Authenticator,
+    /// Longest a client may take to send a request body.
+    pub body_timeout: std::time::Duration,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        HttpSettings {
+            allowed_origins: Vec::new(),
+            max_body_bytes: crate::config::DEFAULT_MAX_BODY,
+            listing_max_chars: crate::config::DEFAULT_LISTING_MAX_CHARS,
+            auth: auth::Authenticator::default(),
+            body_timeout: crate::config::DEFAULT_BODY_TIMEOUT,
+        }
+    }
+}
+
+/// Where the process is in its life, as requests in flight see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lifecycle {
+    Serving,
+    /// The grace period after a stop signal is over: calls still running are answered with an
+    /// error now, before the server closes their connections.
+    Cut,
 }
 
 /// Shared state of every worker.
@@ -44,6 +70,8 @@ pub struct AppState {
     pub sessions: Addr<sessions::ClientSessions>,
     /// The ended legacy session ids, published by `sessions`.
     pub ended_sessions: sessions::Ended,
+    /// Set to [`Lifecycle::Cut`] at the end of the shutdown grace period.
+    pub lifecycle: tokio::sync::watch::Sender<Lifecycle>,
 }
 
 impl AppState {
@@ -63,7 +91,14 @@ impl AppState {
             tools_list: Arc::new(serde_json::json!({ "tools": tools::definitions() })),
             sessions: actix::Actor::start(client_sessions),
             ended_sessions,
+            lifecycle: tokio::sync::watch::channel(Lifecycle::Serving).0,
         }
+    }
+
+    /// Resolves when calls in flight must be cut (the shutdown grace period is over).
+    pub async fn cut(&self) {
+        let mut rx = self.lifecycle.subscribe();
+        let _ = rx.wait_for(|l| *l == Lifecycle::Cut).await;
     }
 
     /// The catalog's current snapshot.

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use proxy_actors::args;
-use proxy_actors::catalog::resolve::{resolve, Resolution};
+use proxy_actors::catalog::ingest::{self, MAX_TOOL_NAME_CHARS};
+use proxy_actors::catalog::resolve::{resolve, suggest, Resolution};
 use proxy_actors::catalog::snapshot::clip;
 use proxy_actors::catalog::{Refresh, RefreshReason, Snapshot};
 use proxy_actors::model::CatalogTool;
@@ -29,6 +30,9 @@ pub const MAX_QUERIES: usize = 7;
 pub const MAX_DESCRIBE: usize = 10;
 /// Descriptions in search hits are clipped to this many characters.
 pub const HIT_DESCRIPTION_CHARS: usize = 500;
+/// Longest query analysed, in characters (a longer one is refused, not cut: the model learns
+/// to send the need, not the document).
+pub const MAX_QUERY_CHARS: usize = 4096;
 
 /// The `tools` array of `tools/list`, as JSON text (fixed, byte-stable).
 pub fn definitions() -> Value {
@@ -175,6 +179,15 @@ fn search_args(args: &Map<String, Value>) -> Result<(Vec<String>, bool, usize), 
     if queries.iter().all(|q| q.trim().is_empty()) {
         return Err("query is empty; describe what you want to do, e.g. \"list calendar events\"".into());
     }
+    if let Some(q) = queries
+        .iter()
+        .find(|q| q.len() > MAX_QUERY_CHARS && q.chars().nth(MAX_QUERY_CHARS).is_some())
+    {
+        return Err(format!(
+            "query is {} characters long; at most {MAX_QUERY_CHARS}: describe the need in a sentence or keywords instead of pasting the whole text",
+            q.chars().count()
+        ));
+    }
     let limit = match args.get("limit") {
         None | Some(Value::Null) => DEFAULT_LIMIT,
         Some(v) => match v
@@ -258,6 +271,9 @@ pub fn describe(snap: &Snapshot, args: &Map<String, Value>) -> Value {
     if names.len() > MAX_DESCRIBE {
         return usage_error(format!("at most {MAX_DESCRIBE} names per call; split the list"));
     }
+    if let Some(e) = names.iter().find_map(|n| check_name(n).err()) {
+        return usage_error(e);
+    }
     let mut tools = Vec::new();
     let mut not_found = Vec::new();
     let mut suggestions = Map::new();
@@ -298,11 +314,36 @@ fn definition_json(t: &CatalogTool) -> Value {
     Value::Object(m)
 }
 
-/// Up to three catalog names close to a name that does not exist.
+/// A tool name a client sent, checked before any work is done for it: not longer than any
+/// admitted name, and free of control and invisible characters (admitted names have none, so
+/// such a name can only be a mistake or an attempt to smuggle text into logs and replies).
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.len() > MAX_TOOL_NAME_CHARS && name.chars().nth(MAX_TOOL_NAME_CHARS).is_some() {
+        return Err(format!(
+            "tool name is {} characters long; no tool name is longer than {MAX_TOOL_NAME_CHARS}. Use a name from mcp_search",
+            name.chars().count()
+        ));
+    }
+    if name.chars().any(ingest::is_hidden) {
+        return Err(
+            "tool name contains control or invisible characters; use a name exactly as mcp_search returned it".into(),
+        );
+    }
+    Ok(())
+}
+
+/// Up to three catalog names close to a name that does not exist: one typo away, then what
+/// a search for the name finds. Suggested, never run.
 pub fn closest_names(snap: &Snapshot, name: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     if let Resolution::Repaired { index, .. } = resolve(snap, name) {
         out.push(snap.tools[index].tool.name.clone());
+    }
+    for i in suggest(snap, name, 3) {
+        let n = &snap.tools[i].tool.name;
+        if out.len() < 3 && !out.contains(n) {
+            out.push(n.clone());
+        }
     }
     for h in snap.index.search(name, 3) {
         if let Some(t) = snap.tools.get(h.doc) {
@@ -451,6 +492,9 @@ async fn call_upstream(
         Some(Value::String(n)) if !n.trim().is_empty() => n.trim().to_string(),
         _ => return usage_error("missing required argument `name` (the exact tool name from mcp_search)"),
     };
+    if let Err(e) = check_name(&name) {
+        return usage_error(e);
+    }
     let arguments = match call_arguments(args) {
         Ok(a) => a,
         Err(e) => return usage_error(e),

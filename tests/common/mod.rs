@@ -48,6 +48,15 @@ pub struct TestProxy {
     pub base: String,
     pub proxy: Proxy,
     handle: ServerHandle,
+    /// The HTTP layer's shared state (e.g. to drive the shutdown lifecycle).
+    pub state: actix_web::web::Data<mcp_search_proxy::http::AppState>,
+}
+
+impl TestProxy {
+    /// The server's handle (graceful stop).
+    pub fn handle(&self) -> ServerHandle {
+        self.handle.clone()
+    }
 }
 
 impl TestProxy {
@@ -57,12 +66,13 @@ impl TestProxy {
     }
 }
 
-/// Catalog settings for tests: no TTL, no cool-down.
+/// Catalog settings for tests: no TTL, no cool-down, no refresh rate limit.
 pub fn catalog_config(manifest: Option<std::path::PathBuf>) -> CatalogConfig {
     CatalogConfig {
         manifest_path: manifest,
         ttl: None,
         unknown_tool_cooldown: Duration::ZERO,
+        min_refresh_interval: Duration::ZERO,
         ..CatalogConfig::default()
     }
 }
@@ -72,15 +82,27 @@ pub fn settings() -> HttpSettings {
         allowed_origins: vec!["https://chat.example.com".into()],
         max_body_bytes: 64 * 1024,
         listing_max_chars: 6000,
+        ..HttpSettings::default()
     }
 }
 
 /// Starts a proxy in front of `upstreams` and waits for its startup refresh to settle.
 pub async fn start_proxy(upstreams: Vec<UpstreamConfig>, catalog: CatalogConfig) -> TestProxy {
+    start_proxy_with(upstreams, catalog, settings(), server::ServerLimits::default()).await
+}
+
+/// [`start_proxy`] with its HTTP settings and server limits given.
+pub async fn start_proxy_with(
+    upstreams: Vec<UpstreamConfig>,
+    catalog: CatalogConfig,
+    settings: HttpSettings,
+    limits: server::ServerLimits,
+) -> TestProxy {
     let proxy = Proxy::start(&upstreams, catalog, 1024 * 1024);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    let server = server::http_server(proxy.app_state(settings()), listener).unwrap();
+    let state = proxy.app_state(settings);
+    let server = server::http_server(state.clone(), listener, limits).unwrap();
     let handle = server.handle();
     actix_web::rt::spawn(server);
     let base = format!("http://{addr}");
@@ -89,6 +111,7 @@ pub async fn start_proxy(upstreams: Vec<UpstreamConfig>, catalog: CatalogConfig)
         base,
         proxy,
         handle,
+        state,
     };
     settle(&tp).await;
     tp

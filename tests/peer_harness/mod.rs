@@ -322,13 +322,19 @@ impl TestProxy {
             "UPSTREAMS" => Some(upstreams.clone()),
             "CATALOG_TTL_SEC" => Some("0".into()),
             "UPSTREAM_TIMEOUT_SEC" => Some("20".into()),
+            "REFRESH_MIN_INTERVAL_SEC" => Some("0".into()),
             _ => None,
         })
         .expect("valid proxy configuration");
         let proxy = Proxy::start(&cfg.upstreams, server::catalog_config(&cfg), cfg.max_result_bytes);
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy port");
         let addr = listener.local_addr().expect("proxy address");
-        let srv = server::http_server(proxy.app_state(server::http_settings(&cfg)), listener).expect("proxy server");
+        let srv = server::http_server(
+            proxy.app_state(server::http_settings(&cfg)),
+            listener,
+            server::ServerLimits::of(&cfg),
+        )
+        .expect("proxy server");
         let handle = srv.handle();
         actix_web::rt::spawn(srv);
         let tp = TestProxy {
