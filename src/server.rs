@@ -180,13 +180,16 @@ pub fn http_server(
         .run())
 }
 
-/// At the end of the grace period, tells the requests still running to answer with an error.
-pub fn cut_after(state: &web::Data<AppState>, grace: Duration) {
-    let state = state.clone();
+/// Stops the server gracefully: no new connections; requests in flight may finish within
+/// `grace`; those still running then are answered with an error (see `http::mcp`), and the
+/// server closes what is left a moment later (its `shutdown_timeout`).
+pub async fn drain(handle: &actix_web::dev::ServerHandle, state: &web::Data<AppState>, grace: Duration) {
+    let cut = state.clone();
     actix_web::rt::spawn(async move {
         tokio::time::sleep(grace).await;
-        state.lifecycle.send_replace(http::Lifecycle::Cut);
+        cut.lifecycle.send_replace(http::Lifecycle::Cut);
     });
+    handle.stop(true).await;
 }
 
 /// Runs the service until SIGINT/SIGTERM.
@@ -212,8 +215,7 @@ pub async fn run(cfg: Config, listener: TcpListener) -> std::io::Result<()> {
     actix_web::rt::spawn(async move {
         shutdown_signal().await;
         log::info!(grace_sec = limits.shutdown_grace.as_secs(); "shutting down");
-        cut_after(&state, limits.shutdown_grace);
-        handle.stop(true).await;
+        drain(&handle, &state, limits.shutdown_grace).await;
     });
     let out = server.await;
     proxy.end_sessions().await;
