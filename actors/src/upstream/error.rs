@@ -1,13 +1,16 @@
 //! What can go wrong talking to an upstream, phrased so a model (and an operator) can tell
 //! which side failed and whether retrying can help.
 
+use std::time::Duration;
+
 use crate::mcp::jsonrpc::RpcError;
 
 /// A failed exchange with one upstream.
 #[derive(Debug, Clone, PartialEq)]
 pub enum UpstreamError {
-    /// No complete answer within the upstream's timeout.
-    Timeout { secs: u64 },
+    /// No complete answer within the upstream's timeout (as extended by progress); `elapsed` is
+    /// how long the request really ran.
+    Timeout { elapsed: Duration },
     /// The TCP/TLS connection could not be made (refused, DNS, reset).
     Connect(String),
     /// The upstream answered with an HTTP error status.
@@ -82,7 +85,7 @@ impl UpstreamError {
 impl std::fmt::Display for UpstreamError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            UpstreamError::Timeout { secs } => write!(f, "timed out after {secs} s"),
+            UpstreamError::Timeout { elapsed } => write!(f, "timed out after {}", seconds(*elapsed)),
             UpstreamError::Connect(e) => write!(f, "connection failed: {e}"),
             UpstreamError::Http { status, detail } if detail.is_empty() => write!(f, "HTTP {status}"),
             UpstreamError::Http { status, detail } => write!(f, "HTTP {status}: {detail}"),
@@ -96,3 +99,38 @@ impl std::fmt::Display for UpstreamError {
 }
 
 impl std::error::Error for UpstreamError {}
+
+/// A duration as people say it: `950 ms`, `3 s`, `3.4 s`, `12 s` (tenths only below 10 s).
+fn seconds(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 950 {
+        return format!("{ms} ms");
+    }
+    let tenths = (ms + 50) / 100;
+    if tenths % 10 == 0 || tenths >= 100 {
+        format!("{} s", (ms + 500) / 1000)
+    } else {
+        format!("{}.{} s", tenths / 10, tenths % 10)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_state_the_elapsed_time() {
+        let t = |ms| {
+            UpstreamError::Timeout {
+                elapsed: Duration::from_millis(ms),
+            }
+            .to_string()
+        };
+        assert_eq!(t(1003), "timed out after 1 s");
+        assert_eq!(t(3420), "timed out after 3.4 s");
+        assert_eq!(t(2980), "timed out after 3 s");
+        assert_eq!(t(12_004), "timed out after 12 s");
+        assert_eq!(t(12_600), "timed out after 13 s");
+        assert_eq!(t(250), "timed out after 250 ms");
+    }
+}

@@ -15,10 +15,16 @@
 //!     │                          │ anything else (400/404/405 non-modern error, -32601, -32022)
 //!     │                          └──────────────► initialize + notifications/initialized
 //!     │                                               └──► Ready{Legacy, session?, version}
+//!     ├── timeout: the handshake (waiting for the one in flight included) took longer than the
+//!     │   upstream's timeout; the lock is released and the next request handshakes anew
 //!     └── reset(gen) ◄── Legacy: a request that carried the session got 404/400/"session expired"
 //!                    ◄── Modern: a request got a non-modern refusal (the upstream changed era)
 //!         (only if nobody else reset since `gen`; then the request is retried once)
 //! ```
+//! Every way into a handshake (a request's `ensure_ready`, `reset`, the list-change follower)
+//! is bounded by the upstream's timeout, so a handshake the upstream never answers cannot hold
+//! the init lock past that; `EndSession` does not handshake and its `DELETE` is bounded too
+//! (by the upstream's timeout, and at most 2 s).
 //! The era found is reported with each listing, stored in the manifest, and given back as a
 //! hint at the next start (a legacy hint skips the probe). A legacy upstream whose
 //! `initialize` reply carries no `Mcp-Session-Id` is stateless: no session header is ever
@@ -27,9 +33,11 @@
 //! # Calls: progress, timeouts, cancellation
 //! `notifications/progress` arriving on a call's SSE stream are forwarded to the caller as they
 //! come, and each one extends the call's timeout (by one upstream timeout, up to four times
-//! the timeout in all). If the caller's receiver is dropped (its client went away), the call is
-//! abandoned: the upstream stream is closed (the modern era's cancellation) and a legacy
-//! upstream is also sent `notifications/cancelled` for the request.
+//! the timeout in all). A timeout error states how long the request really ran. If the
+//! caller's receiver is dropped (its client went away), the call is abandoned: the upstream
+//! stream is closed (the modern era's cancellation) and a legacy upstream is also sent
+//! `notifications/cancelled` for the request.
+//!
 
 pub mod error;
 pub mod transport;
@@ -296,7 +304,10 @@ impl Handler<EndSession> for UpstreamActor {
             if !version.is_empty() {
                 req = req.insert_header(("MCP-Protocol-Version", version));
             }
-            let _ = tokio::time::timeout(Duration::from_secs(2), req.send()).await;
+            // Bounded like everything sent upstream: by the upstream's timeout, and at most 2 s
+            // (it runs at shutdown).
+            let bound = conn.spec.timeout.min(END_SESSION_TIMEOUT);
+            let _ = tokio::time::timeout(bound, req.send()).await;
             log::debug!(upstream = conn.spec.label.as_str(); "upstream session ended");
         })
     }
@@ -355,6 +366,9 @@ const CLIENT_NAME: &str = "mcp-search-proxy";
 const MAX_PAGES: usize = 1000;
 /// Progress can stretch a call to at most this many upstream timeouts.
 const PROGRESS_TIMEOUT_FACTOR: u32 = 4;
+/// `EndSession` runs at shutdown: its `DELETE` waits at most this long (and at most the
+/// upstream's timeout).
+const END_SESSION_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Connection {
     fn new(spec: UpstreamSpec) -> Self {
@@ -372,19 +386,17 @@ impl Connection {
         }
     }
 
-    fn timeout_error(&self) -> UpstreamError {
-        UpstreamError::Timeout {
-            secs: self.spec.timeout.as_secs().max(1),
-        }
-    }
-
+    /// Runs `fut` within the upstream's timeout; a timeout states the real elapsed time.
     async fn with_timeout<T>(
         &self,
         fut: impl std::future::Future<Output = Result<T, UpstreamError>>,
     ) -> Result<T, UpstreamError> {
+        let started = Instant::now();
         match tokio::time::timeout(self.spec.timeout, fut).await {
-            Ok(Err(UpstreamError::Timeout { secs: 0 })) | Err(_) => Err(self.timeout_error()),
             Ok(r) => r,
+            Err(_) => Err(UpstreamError::Timeout {
+                elapsed: started.elapsed(),
+            }),
         }
     }
 
@@ -548,7 +560,7 @@ impl Connection {
         };
         let body = Bytes::from(message.to_string());
         let send = transport::post(&self.client, &self.spec.url, &headers, body, None, 64 * 1024, None);
-        let _ = tokio::time::timeout(timeout, send).await;
+        let _ = tokio::time::timeout(timeout.min(self.spec.timeout), send).await;
     }
 
     async fn list_tools(&self, previous: &[Arc<Tool>]) -> Result<Listing, UpstreamError> {
@@ -665,21 +677,17 @@ impl Connection {
         last_activity: &Cell<Instant>,
     ) -> Result<T, UpstreamError> {
         let timeout = self.spec.timeout;
-        let hard_cap = Instant::now() + timeout * PROGRESS_TIMEOUT_FACTOR;
+        let started = Instant::now();
+        let hard_cap = started + timeout * PROGRESS_TIMEOUT_FACTOR;
         tokio::pin!(fut);
         loop {
             let deadline = (last_activity.get() + timeout).min(hard_cap);
             tokio::select! {
-                r = &mut fut => {
-                    return match r {
-                        Err(UpstreamError::Timeout { secs: 0 }) => Err(self.timeout_error()),
-                        other => other,
-                    };
-                }
+                r = &mut fut => return r,
                 _ = tokio::time::sleep_until(deadline.into()) => {
                     let now = Instant::now();
                     if now >= hard_cap || last_activity.get() + timeout <= now {
-                        return Err(self.timeout_error());
+                        return Err(UpstreamError::Timeout { elapsed: started.elapsed() });
                     }
                 }
             }
@@ -807,7 +815,10 @@ impl Connection {
         }
     }
 
-    /// Gets ready unless ready; returns the generation the caller works with.
+    /// Gets ready unless ready; returns the generation the caller works with. Waiting for a
+    /// handshake in flight and making one are bounded together by the upstream's timeout, so a
+    /// hung handshake ends (and frees the lock for the next one) within that time, whoever
+    /// started it.
     async fn ensure_ready(&self) -> Result<u64, UpstreamError> {
         {
             let s = self.session.borrow();
@@ -815,32 +826,38 @@ impl Connection {
                 return Ok(s.generation);
             }
         }
-        let _guard = self.init_lock.lock().await;
-        {
-            let s = self.session.borrow();
-            if s.ready {
-                return Ok(s.generation);
+        self.with_timeout(async {
+            let _guard = self.init_lock.lock().await;
+            {
+                let s = self.session.borrow();
+                if s.ready {
+                    return Ok(s.generation);
+                }
             }
-        }
-        self.connect().await
+            self.connect().await
+        })
+        .await
     }
 
     /// Drops the state seen at `generation` (and, if asked, the era) and connects anew,
-    /// unless another request already did so since.
+    /// unless another request already did so since. Bounded like [`Self::ensure_ready`].
     async fn reset(&self, generation: u64, forget_era: bool) -> Result<u64, UpstreamError> {
-        let _guard = self.init_lock.lock().await;
-        {
-            let mut s = self.session.borrow_mut();
-            if s.ready && s.generation != generation {
-                return Ok(s.generation);
+        self.with_timeout(async {
+            let _guard = self.init_lock.lock().await;
+            {
+                let mut s = self.session.borrow_mut();
+                if s.ready && s.generation != generation {
+                    return Ok(s.generation);
+                }
+                s.ready = false;
+                s.session_id = None;
+                if forget_era {
+                    s.era = None;
+                }
             }
-            s.ready = false;
-            s.session_id = None;
-            if forget_era {
-                s.era = None;
-            }
-        }
-        self.connect().await
+            self.connect().await
+        })
+        .await
     }
 
     /// Probes the era when unknown (a legacy hint skips the probe), then initializes.

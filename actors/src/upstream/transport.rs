@@ -3,7 +3,7 @@
 //!
 //! Header hygiene lives in [`post`]: the only headers sent upstream are the ones built here.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use awc::http::header;
 use bytes::Bytes;
@@ -60,6 +60,7 @@ pub async fn post(
     max_bytes: usize,
     on_notification: NotificationSink<'_>,
 ) -> Result<Reply, UpstreamError> {
+    let started = Instant::now();
     let build = || {
         let mut req = client
             .post(url)
@@ -90,9 +91,9 @@ pub async fn post(
     // upstream, so an idempotent one is sent again; a `tools/call` is not (it reports the error).
     let mut resp = match build().send_body(body.clone()).await {
         Err(awc::error::SendRequestError::Connect(awc::error::ConnectError::Disconnected)) if headers.idempotent => {
-            build().send_body(body).await.map_err(send_error)?
+            build().send_body(body).await.map_err(|e| send_error(e, started))?
         }
-        r => r.map_err(send_error)?,
+        r => r.map_err(|e| send_error(e, started))?,
     };
     let status = resp.status().as_u16();
     let session_id = resp
@@ -135,7 +136,7 @@ pub async fn post(
             if let Some(v) = headers.protocol_version {
                 get = get.insert_header(("MCP-Protocol-Version", v));
             }
-            let mut again = get.send().await.map_err(send_error)?;
+            let mut again = get.send().await.map_err(|e| send_error(e, started))?;
             if !again.status().is_success() {
                 break;
             }
@@ -286,10 +287,12 @@ pub fn excerpt(bytes: &[u8]) -> String {
     }
 }
 
-fn send_error(e: awc::error::SendRequestError) -> UpstreamError {
+fn send_error(e: awc::error::SendRequestError, started: Instant) -> UpstreamError {
     use awc::error::SendRequestError as E;
     match e {
-        E::Timeout => UpstreamError::Timeout { secs: 0 },
+        E::Timeout => UpstreamError::Timeout {
+            elapsed: started.elapsed(),
+        },
         E::Connect(c) => UpstreamError::Connect(c.to_string()),
         other => UpstreamError::Connect(other.to_string()),
     }

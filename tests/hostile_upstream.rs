@@ -1,0 +1,367 @@
+//! Upstreams that misbehave on purpose, in front of a real proxy: hung handshakes, redirects,
+//! close-delimited replies, progress that stretches a call, and replies that try to make the
+//! proxy hold or loop on too much. The fake upstreams are raw TCP listeners so every byte on
+//! the wire (status line, framing, when the connection closes) is the test's choice.
+
+// Part of the fake upstream serves tests of fixes still to come.
+#![allow(dead_code)]
+
+mod common;
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use actix_web::rt::net::{TcpListener, TcpStream};
+use common::*;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+// ---------------------------------------------------------------------------------------------
+// A scriptable raw HTTP/1.1 upstream
+// ---------------------------------------------------------------------------------------------
+
+/// One request as the fake upstream received it.
+#[derive(Debug, Clone)]
+struct Seen {
+    /// HTTP method.
+    verb: String,
+    headers: Vec<(String, String)>,
+    /// JSON-RPC body (`Null` when none or not JSON).
+    body: Value,
+}
+
+impl Seen {
+    /// The JSON-RPC method, or `GET`/`DELETE` for body-less requests.
+    fn rpc(&self) -> String {
+        match self.body.get("method").and_then(Value::as_str) {
+            Some(m) => m.to_string(),
+            None => self.verb.clone(),
+        }
+    }
+
+    fn id(&self) -> Value {
+        self.body.get("id").cloned().unwrap_or(Value::Null)
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What the fake does with the connection after it read a request.
+enum Part {
+    Send(Vec<u8>),
+    Sleep(Duration),
+    /// Never answer; keep the connection open.
+    Hang,
+    /// Close the connection (the end of a close-delimited body).
+    Close,
+    /// Read until the proxy closes the connection, then count it in `closed_by_proxy`.
+    AwaitProxyClose,
+}
+
+type Handler = dyn Fn(&Seen, usize) -> Vec<Part>;
+
+struct Fake {
+    url: String,
+    port: u16,
+    seen: Rc<RefCell<Vec<Seen>>>,
+    closed_by_proxy: Rc<Cell<usize>>,
+}
+
+impl Fake {
+    /// How many requests of this JSON-RPC method (or HTTP verb) arrived.
+    fn count(&self, rpc: &str) -> usize {
+        self.seen.borrow().iter().filter(|s| s.rpc() == rpc).count()
+    }
+
+    fn total(&self) -> usize {
+        self.seen.borrow().len()
+    }
+}
+
+/// Starts a fake upstream; `handler` gets each request and how many earlier requests had the
+/// same JSON-RPC method, and returns what to do.
+async fn fake(handler: impl Fn(&Seen, usize) -> Vec<Part> + 'static) -> Fake {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let closed_by_proxy = Rc::new(Cell::new(0));
+    let handler: Rc<Handler> = Rc::new(handler);
+    {
+        let seen = seen.clone();
+        let closed = closed_by_proxy.clone();
+        actix_web::rt::spawn(async move {
+            while let Ok((sock, _)) = listener.accept().await {
+                actix_web::rt::spawn(serve(sock, handler.clone(), seen.clone(), closed.clone()));
+            }
+        });
+    }
+    Fake {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        port,
+        seen,
+        closed_by_proxy,
+    }
+}
+
+async fn serve(mut sock: TcpStream, handler: Rc<Handler>, seen: Rc<RefCell<Vec<Seen>>>, closed: Rc<Cell<usize>>) {
+    let mut buf = Vec::new();
+    loop {
+        // Head.
+        let head_end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            let mut chunk = [0u8; 8192];
+            match sock.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+        buf.drain(..head_end);
+        let mut lines = head.split("\r\n");
+        let mut first = lines.next().unwrap_or("").split(' ');
+        let verb = first.next().unwrap_or("").to_string();
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect();
+        let len: usize = headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0);
+        while buf.len() < len {
+            let mut chunk = [0u8; 8192];
+            match sock.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let body: Value = serde_json::from_slice(&buf[..len]).unwrap_or(Value::Null);
+        buf.drain(..len);
+        let req = Seen { verb, headers, body };
+        let nth = seen.borrow().iter().filter(|s| s.rpc() == req.rpc()).count();
+        seen.borrow_mut().push(req.clone());
+        for part in handler(&req, nth) {
+            match part {
+                Part::Send(bytes) => {
+                    if sock.write_all(&bytes).await.is_err() {
+                        return;
+                    }
+                }
+                Part::Sleep(d) => actix_web::rt::time::sleep(d).await,
+                Part::Hang => {
+                    actix_web::rt::time::sleep(Duration::from_secs(3600)).await;
+                    return;
+                }
+                Part::Close => {
+                    let _ = sock.shutdown().await;
+                    return;
+                }
+                Part::AwaitProxyClose => {
+                    let mut chunk = [0u8; 1024];
+                    loop {
+                        match sock.read(&mut chunk).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(_) => {}
+                        }
+                    }
+                    closed.set(closed.get() + 1);
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        202 => "Accepted",
+        302 => "Found",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
+        405 => "Method Not Allowed",
+        _ => "Whatever",
+    }
+}
+
+/// A complete response with a `Content-Length`.
+fn http(status: u16, content_type: &str, extra: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 {status} {}\r\nContent-Length: {}\r\n",
+        reason(status),
+        body.len()
+    );
+    if !content_type.is_empty() {
+        out.push_str(&format!("Content-Type: {content_type}\r\n"));
+    }
+    for (k, v) in extra {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str("\r\n");
+    let mut out = out.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+fn json_reply(v: &Value) -> Vec<Part> {
+    vec![Part::Send(http(200, "application/json", &[], v.to_string().as_bytes()))]
+}
+
+fn result_of(req: &Seen, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": req.id(), "result": result})
+}
+
+fn redirect(status: u16, location: &str) -> Vec<Part> {
+    vec![Part::Send(http(status, "", &[("Location", location)], b""))]
+}
+
+/// SSE event carrying one JSON-RPC message.
+fn event(v: &Value) -> String {
+    format!("event: message\ndata: {v}\n\n")
+}
+
+/// One chunk of a chunked body.
+fn chunk(data: &[u8]) -> Vec<u8> {
+    let mut out = format!("{:x}\r\n", data.len()).into_bytes();
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
+fn sse_head_chunked() -> Vec<u8> {
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec()
+}
+
+fn init_result(list_changed: bool) -> Value {
+    json!({
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"tools": {"listChanged": list_changed}},
+        "serverInfo": {"name": "hostile", "version": "0"},
+    })
+}
+
+/// A well-behaved stateless legacy upstream with these tools (answers `tools/call` with
+/// `called <name>`).
+fn legacy(req: &Seen, tools: &[Value]) -> Vec<Part> {
+    match req.rpc().as_str() {
+        "server/discover" => json_reply(
+            &json!({"jsonrpc": "2.0", "id": req.id(), "error": {"code": -32601, "message": "Method not found"}}),
+        ),
+        "initialize" => json_reply(&result_of(req, init_result(false))),
+        "tools/list" => json_reply(&result_of(req, json!({"tools": tools}))),
+        "tools/call" => {
+            let name = req.body["params"]["name"].as_str().unwrap_or("").to_string();
+            json_reply(&result_of(
+                req,
+                json!({"content": [{"type": "text", "text": format!("called {name}")}]}),
+            ))
+        }
+        "GET" | "DELETE" => vec![Part::Send(http(405, "", &[], b""))],
+        // Notifications.
+        _ => vec![Part::Send(http(202, "", &[], b""))],
+    }
+}
+
+fn t(name: &str) -> Value {
+    json!({"name": name, "description": format!("Tool {name}."), "inputSchema": {"type": "object"}})
+}
+
+fn cfg(label: &str, url: &str, timeout: Duration) -> mcp_search_proxy::config::UpstreamConfig {
+    let mut c = upstream_config(label, url);
+    c.timeout = timeout;
+    c
+}
+
+fn report_of<'a>(refresh: &'a Value, label: &str) -> &'a Value {
+    let sc = &refresh["structuredContent"];
+    let ups = sc["upstreams"]
+        .as_array()
+        .or_else(|| sc["error"]["upstreams"].as_array())
+        .unwrap_or_else(|| panic!("no upstream reports: {refresh}"));
+    ups.iter()
+        .find(|u| u["label"] == label)
+        .unwrap_or_else(|| panic!("no report for {label}: {refresh}"))
+}
+
+fn error_message(r: &Value) -> String {
+    r["structuredContent"]["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not an error result: {r}"))
+        .to_string()
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4: a hung handshake never wedges the upstream
+// ---------------------------------------------------------------------------------------------
+
+#[actix_web::test]
+async fn a_hung_handshake_does_not_block_the_next_one() {
+    let tools = vec![t("h-one")];
+    let a = fake(move |req, nth| match req.rpc().as_str() {
+        // The first `initialize` is never answered (its connection stays open).
+        "initialize" if nth == 0 => vec![Part::Hang],
+        _ => legacy(req, &tools),
+    })
+    .await;
+    let p = start_proxy(vec![cfg("h", &a.url, Duration::from_secs(1))], catalog_config(None)).await;
+    // The startup handshake hung and timed out; a refresh after it handshakes again.
+    let started = Instant::now();
+    let r = call(&p.url, "mcp_refresh", json!({})).await;
+    let h = report_of(&r, "h");
+    assert_eq!(h["ok"], true, "{r}");
+    assert_eq!(h["tools"], 1, "{r}");
+    assert!(a.count("initialize") >= 2, "handshakes reach the upstream again");
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    assert_eq!(
+        mcp_call(&p.url, "h-one", json!({})).await["content"][0]["text"],
+        "called h-one"
+    );
+    p.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 10b: timeouts state the real elapsed time
+// ---------------------------------------------------------------------------------------------
+
+#[actix_web::test]
+async fn a_progress_extended_timeout_states_the_real_elapsed_time() {
+    let a = fake(|req, _| match req.rpc().as_str() {
+        // Progress every 0.4 s for 2 s, then silence: the 1 s timeout ends the call at ~3 s.
+        "tools/call" => {
+            let mut parts = vec![Part::Send(sse_head_chunked())];
+            for i in 1..=5 {
+                parts.push(Part::Sleep(Duration::from_millis(400)));
+                let note = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "p", "progress": i}});
+                parts.push(Part::Send(chunk(event(&note).as_bytes())));
+            }
+            parts.push(Part::Hang);
+            parts
+        }
+        _ => legacy(req, &[t("p-slow")]),
+    })
+    .await;
+    let p = start_proxy(vec![cfg("p", &a.url, Duration::from_secs(1))], catalog_config(None)).await;
+    let started = Instant::now();
+    let r = mcp_call(&p.url, "p-slow", json!({})).await;
+    let took = started.elapsed().as_secs_f64();
+    assert_eq!(r["isError"], true, "{r}");
+    let msg = error_message(&r);
+    let stated: f64 = msg
+        .split("timed out after ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no elapsed time in {msg}"));
+    assert!(took >= 2.8, "the progress kept the call alive: {took}");
+    assert!((stated - took).abs() < 0.6, "stated {stated} s, took {took} s: {msg}");
+    p.stop().await;
+}
