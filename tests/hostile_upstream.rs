@@ -329,6 +329,186 @@ async fn a_hung_handshake_does_not_block_the_next_one() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 5: redirects are never followed
+// ---------------------------------------------------------------------------------------------
+
+#[actix_web::test]
+async fn a_redirected_call_is_not_replayed_elsewhere() {
+    let b = fake(|req, _| legacy(req, &[t("r-one")])).await;
+    let elsewhere = format!("http://127.0.0.1:{}/mcp?key=s3cr3t-token", b.port);
+    let a = fake(move |req, _| match req.rpc().as_str() {
+        "tools/call" => redirect(307, &elsewhere),
+        _ => legacy(req, &[t("r-one")]),
+    })
+    .await;
+    let p = start_proxy(vec![cfg("r", &a.url, Duration::from_secs(2))], catalog_config(None)).await;
+    let r = mcp_call(&p.url, "r-one", json!({"secret": "x"})).await;
+    assert_eq!(r["isError"], true, "{r}");
+    let msg = error_message(&r);
+    assert!(msg.contains("307"), "{msg}");
+    assert!(msg.contains("127.0.0.1"), "names the Location host: {msg}");
+    assert!(
+        !msg.contains("s3cr3t") && !msg.contains("key="),
+        "never the full URL: {msg}"
+    );
+    assert!(msg.contains("final URL"), "{msg}");
+    assert_eq!(r["structuredContent"]["error"]["retryable"], false, "{r}");
+    assert_eq!(a.count("tools/call"), 1);
+    assert_eq!(b.total(), 0, "the redirect target received nothing");
+    p.stop().await;
+}
+
+#[actix_web::test]
+async fn a_redirected_listing_does_not_replace_the_catalog() {
+    let b = fake(|req, _| legacy(req, &[t("b-evil")])).await;
+    let elsewhere = format!("http://127.0.0.1:{}/mcp", b.port);
+    let a = fake(move |req, nth| match req.rpc().as_str() {
+        "tools/list" if nth > 0 => redirect(302, &elsewhere),
+        _ => legacy(req, &[t("a-one")]),
+    })
+    .await;
+    let c = fake(|req, _| legacy(req, &[t("c-one")])).await;
+    let p = start_proxy(
+        vec![
+            cfg("a", &a.url, Duration::from_secs(2)),
+            cfg("c", &c.url, Duration::from_secs(2)),
+        ],
+        catalog_config(None),
+    )
+    .await;
+    let r = call(&p.url, "mcp_refresh", json!({})).await;
+    let ra = report_of(&r, "a");
+    assert_eq!(ra["ok"], false, "{r}");
+    assert_eq!(ra["stale"], true, "{r}");
+    assert_eq!(ra["tools"], 1, "the old tools are kept: {r}");
+    assert!(ra["error"].as_str().unwrap().contains("302"), "{r}");
+    assert_eq!(b.total(), 0, "the redirect target received nothing");
+    let d = call(&p.url, "mcp_describe", json!({"names": ["a-one", "b-evil"]})).await;
+    assert_eq!(d["structuredContent"]["not_found"], json!(["b-evil"]), "{d}");
+    p.stop().await;
+}
+
+#[actix_web::test]
+async fn a_redirect_loop_costs_one_request() {
+    let a = fake(move |req, _| match req.rpc().as_str() {
+        "tools/call" => redirect(308, "/mcp"),
+        _ => legacy(req, &[t("l-one")]),
+    })
+    .await;
+    let p = start_proxy(vec![cfg("l", &a.url, Duration::from_secs(2))], catalog_config(None)).await;
+    let r = mcp_call(&p.url, "l-one", json!({})).await;
+    assert_eq!(r["isError"], true, "{r}");
+    let msg = error_message(&r);
+    assert!(msg.contains("308"), "{msg}");
+    assert_eq!(a.count("tools/call"), 1, "one request, no loop");
+    assert_eq!(a.count("GET"), 0);
+    p.stop().await;
+}
+
+#[actix_web::test]
+async fn a_redirected_stream_resumption_is_not_followed() {
+    let b = fake(|req, _| legacy(req, &[t("s-one")])).await;
+    let elsewhere = format!("http://127.0.0.1:{}/mcp", b.port);
+    let a = fake(move |req, _| match req.rpc().as_str() {
+        // The call's stream closes before its response, asking to resume (SEP-1699) ...
+        "tools/call" => {
+            let mut body = sse_head_chunked();
+            body.extend(chunk(b"id: ev-1\nretry: 50\ndata:\n\n"));
+            body.extend(chunk(b""));
+            vec![Part::Send(body)]
+        }
+        // ... and the resumption GET is redirected.
+        "GET" if req.header("last-event-id").is_some() => redirect(307, &elsewhere),
+        _ => legacy(req, &[t("s-one")]),
+    })
+    .await;
+    let p = start_proxy(vec![cfg("s", &a.url, Duration::from_secs(2))], catalog_config(None)).await;
+    let r = mcp_call(&p.url, "s-one", json!({})).await;
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(error_message(&r).contains("307"), "{r}");
+    assert_eq!(b.total(), 0, "the redirect target received nothing");
+    p.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8b: close-delimited replies
+// ---------------------------------------------------------------------------------------------
+
+/// Every reply without `Content-Length` or chunking: the body ends when the connection closes.
+fn close_delimited(version: &'static str, sse: bool) -> impl Fn(&Seen, usize) -> Vec<Part> {
+    move |req, _| {
+        let tools = [t("cd-one")];
+        let message = match req.rpc().as_str() {
+            "server/discover" => Some(
+                json!({"jsonrpc": "2.0", "id": req.id(), "error": {"code": -32601, "message": "Method not found"}}),
+            ),
+            "initialize" => Some(result_of(req, init_result(false))),
+            "tools/list" => Some(result_of(req, json!({"tools": tools}))),
+            "tools/call" => Some(result_of(
+                req,
+                json!({"content": [{"type": "text", "text": "close-delimited works"}]}),
+            )),
+            "GET" | "DELETE" => {
+                return vec![
+                    Part::Send(format!("{version} 405 Method Not Allowed\r\n\r\n").into_bytes()),
+                    Part::Close,
+                ]
+            }
+            _ => None,
+        };
+        let Some(message) = message else {
+            return vec![
+                Part::Send(format!("{version} 202 Accepted\r\n\r\n").into_bytes()),
+                Part::Close,
+            ];
+        };
+        let (ct, body) = if sse {
+            ("text/event-stream", event(&message))
+        } else {
+            ("application/json", message.to_string())
+        };
+        // The head and the body in separate writes, the body itself in two.
+        let (first, second) = body.split_at(body.len() / 2);
+        vec![
+            Part::Send(format!("{version} 200 OK\r\nContent-Type: {ct}\r\n\r\n").into_bytes()),
+            Part::Sleep(Duration::from_millis(5)),
+            Part::Send(first.as_bytes().to_vec()),
+            Part::Sleep(Duration::from_millis(5)),
+            Part::Send(second.as_bytes().to_vec()),
+            Part::Close,
+        ]
+    }
+}
+
+async fn close_delimited_round(version: &'static str, sse: bool) {
+    let a = fake(close_delimited(version, sse)).await;
+    let p = start_proxy(vec![cfg("cd", &a.url, Duration::from_secs(2))], catalog_config(None)).await;
+    let r = call(&p.url, "mcp_refresh", json!({})).await;
+    let cd = report_of(&r, "cd");
+    assert_eq!(cd["ok"], true, "{version} sse={sse}: {r}");
+    assert_eq!(cd["tools"], 1, "{version} sse={sse}: {r}");
+    let r = mcp_call(&p.url, "cd-one", json!({})).await;
+    assert_eq!(
+        r["content"][0]["text"], "close-delimited works",
+        "{version} sse={sse}: {r}"
+    );
+    assert_eq!(a.count("tools/call"), 1, "{version} sse={sse}: a call is sent once");
+    p.stop().await;
+}
+
+#[actix_web::test]
+async fn close_delimited_json_replies_are_read() {
+    close_delimited_round("HTTP/1.1", false).await;
+    close_delimited_round("HTTP/1.0", false).await;
+}
+
+#[actix_web::test]
+async fn close_delimited_sse_replies_are_read() {
+    close_delimited_round("HTTP/1.1", true).await;
+    close_delimited_round("HTTP/1.0", true).await;
+}
+
+// ---------------------------------------------------------------------------------------------
 // 10b: timeouts state the real elapsed time
 // ---------------------------------------------------------------------------------------------
 

@@ -15,6 +15,9 @@ pub enum UpstreamError {
     Connect(String),
     /// The upstream answered with an HTTP error status.
     Http { status: u16, detail: String },
+    /// The upstream answered with a redirect (3xx), which is never followed. Only the host of
+    /// its `Location` is kept (the URL itself may carry secrets); `None` without a usable one.
+    Redirect { status: u16, location_host: Option<String> },
     /// The upstream answered with a JSON-RPC error object.
     Rpc(RpcError),
     /// The upstream answered something that is not a valid MCP reply.
@@ -36,7 +39,10 @@ impl UpstreamError {
             | UpstreamError::Unavailable
             | UpstreamError::Cancelled => true,
             UpstreamError::Http { status, .. } => *status >= 500 || *status == 429 || *status == 408,
-            UpstreamError::Rpc(_) | UpstreamError::InvalidReply(_) | UpstreamError::TooLarge { .. } => false,
+            UpstreamError::Rpc(_)
+            | UpstreamError::InvalidReply(_)
+            | UpstreamError::TooLarge { .. }
+            | UpstreamError::Redirect { .. } => false,
         }
     }
 
@@ -56,6 +62,9 @@ impl UpstreamError {
                 "the upstream failed on its side; retrying later may help"
             }
             UpstreamError::Http { .. } => "the upstream refused the request; retrying the same request will not help",
+            UpstreamError::Redirect { .. } => {
+                "the upstream's URL redirects, and redirects are never followed (they could replay the request and its credentials elsewhere); retrying will not help: the operator must configure the final URL"
+            }
             UpstreamError::Rpc(_) => {
                 "the upstream reported an error for this request; fix the request rather than retrying it unchanged"
             }
@@ -89,6 +98,13 @@ impl std::fmt::Display for UpstreamError {
             UpstreamError::Connect(e) => write!(f, "connection failed: {e}"),
             UpstreamError::Http { status, detail } if detail.is_empty() => write!(f, "HTTP {status}"),
             UpstreamError::Http { status, detail } => write!(f, "HTTP {status}: {detail}"),
+            UpstreamError::Redirect {
+                status,
+                location_host: Some(host),
+            } => write!(f, "HTTP {status} redirect to host {host} (not followed)"),
+            UpstreamError::Redirect { status, .. } => {
+                write!(f, "HTTP {status} redirect without a usable Location (not followed)")
+            }
             UpstreamError::Rpc(e) => write!(f, "error {}: {}", e.code, e.message),
             UpstreamError::InvalidReply(e) => write!(f, "invalid reply: {e}"),
             UpstreamError::TooLarge { limit } => write!(f, "reply larger than the {limit}-byte cap"),
@@ -132,5 +148,16 @@ mod tests {
         assert_eq!(t(12_004), "timed out after 12 s");
         assert_eq!(t(12_600), "timed out after 13 s");
         assert_eq!(t(250), "timed out after 250 ms");
+    }
+
+    #[test]
+    fn redirects_are_final_and_name_the_host() {
+        let e = UpstreamError::Redirect {
+            status: 307,
+            location_host: Some("other.example".into()),
+        };
+        assert_eq!(e.to_string(), "HTTP 307 redirect to host other.example (not followed)");
+        assert!(!e.retryable());
+        assert!(e.advice().contains("final URL"));
     }
 }

@@ -37,9 +37,9 @@
 //! caller's receiver is dropped (its client went away), the call is abandoned: the upstream
 //! stream is closed (the modern era's cancellation) and a legacy upstream is also sent
 //! `notifications/cancelled` for the request.
-//!
 
 pub mod error;
+mod raw;
 pub mod transport;
 
 use std::cell::{Cell, RefCell};
@@ -294,20 +294,17 @@ impl Handler<EndSession> for UpstreamActor {
                 (s.session_id.take(), s.protocol_version.clone())
             };
             let Some(sid) = sid else { return };
-            let mut req = conn
-                .client
-                .delete(&conn.spec.url)
-                .insert_header(("Mcp-Session-Id", sid));
-            if let Some(t) = &conn.spec.token {
-                req = req.insert_header(("Authorization", format!("Bearer {t}")));
-            }
-            if !version.is_empty() {
-                req = req.insert_header(("MCP-Protocol-Version", version));
-            }
+            let headers = RequestHeaders {
+                bearer: conn.spec.token.as_deref(),
+                session_id: Some(&sid),
+                protocol_version: (!version.is_empty()).then_some(version.as_str()),
+                ..Default::default()
+            };
             // Bounded like everything sent upstream: by the upstream's timeout, and at most 2 s
             // (it runs at shutdown).
             let bound = conn.spec.timeout.min(END_SESSION_TIMEOUT);
-            let _ = tokio::time::timeout(bound, req.send()).await;
+            let end = transport::end_session(&conn.client, &conn.spec.url, &headers);
+            let _ = tokio::time::timeout(bound, end).await;
             log::debug!(upstream = conn.spec.label.as_str(); "upstream session ended");
         })
     }
@@ -340,7 +337,7 @@ enum Attempt {
 /// (all on the actor's thread, hence `Rc`/`RefCell`; no borrow is held across an await).
 struct Connection {
     spec: UpstreamSpec,
-    client: awc::Client,
+    client: transport::Client,
     session: RefCell<Session>,
     /// Serialises (re-)initialization so concurrent requests share one handshake.
     init_lock: tokio::sync::Mutex<()>,
@@ -378,7 +375,7 @@ impl Connection {
             ..Default::default()
         };
         Connection {
-            client: transport::build_client(connect_timeout),
+            client: transport::Client::new(connect_timeout),
             spec,
             session: RefCell::new(session),
             init_lock: tokio::sync::Mutex::new(()),
@@ -447,20 +444,19 @@ impl Connection {
                 s.protocol_version.clone(),
             )
         };
-        let mut resp = match era {
+        let bearer = self.spec.token.as_deref();
+        // Opening the stream is bounded like any request; reading it is not (it is meant to
+        // stay open).
+        let open = match era {
             Era::Legacy => {
-                let mut get = self
-                    .client
-                    .get(&self.spec.url)
-                    .insert_header(("Accept", "text/event-stream"));
-                if let Some(t) = &self.spec.token {
-                    get = get.insert_header(("Authorization", format!("Bearer {t}")));
-                }
-                if let Some(sid) = &session_id {
-                    get = get.insert_header(("Mcp-Session-Id", sid.as_str()));
-                }
-                get = get.insert_header(("MCP-Protocol-Version", version.as_str()));
-                get.send().await.map_err(|e| UpstreamError::Connect(e.to_string()))?
+                let headers = RequestHeaders {
+                    bearer,
+                    session_id: session_id.as_deref(),
+                    protocol_version: Some(&version),
+                    ..Default::default()
+                };
+                let open = transport::open_stream(&self.client, &self.spec.url, &headers, None);
+                self.with_timeout(open).await
             }
             Era::Modern => {
                 let id = RequestId::Num(self.fresh_id());
@@ -469,27 +465,24 @@ impl Connection {
                     "_meta": modern::request_meta(CLIENT_NAME, env!("CARGO_PKG_VERSION")),
                 });
                 let body = jsonrpc::request(&id, "subscriptions/listen", Some(params));
-                let mut post = self
-                    .client
-                    .post(&self.spec.url)
-                    .insert_header(("Content-Type", "application/json"))
-                    .insert_header(("Accept", "application/json, text/event-stream"))
-                    .insert_header(("MCP-Protocol-Version", modern::LATEST_MODERN))
-                    .insert_header(("Mcp-Method", "subscriptions/listen"));
-                if let Some(t) = &self.spec.token {
-                    post = post.insert_header(("Authorization", format!("Bearer {t}")));
-                }
-                post.send_body(body.to_string())
-                    .await
-                    .map_err(|e| UpstreamError::Connect(e.to_string()))?
+                let headers = RequestHeaders {
+                    bearer,
+                    protocol_version: Some(modern::LATEST_MODERN),
+                    method: Some("subscriptions/listen"),
+                    ..Default::default()
+                };
+                let open = transport::open_stream(
+                    &self.client,
+                    &self.spec.url,
+                    &headers,
+                    Some(Bytes::from(body.to_string())),
+                );
+                self.with_timeout(open).await
             }
         };
-        let status = resp.status().as_u16();
-        let is_sse = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let mut resp = open?;
+        let status = resp.status;
+        let is_sse = resp.is_sse();
         if status == 404 && era == Era::Legacy && session_id.is_some() {
             // The session is gone: the next ensure_ready re-initializes.
             self.session.borrow_mut().ready = false;
@@ -511,7 +504,7 @@ impl Connection {
         }
         log::debug!(upstream = self.spec.label.as_str(), era = era.as_str(); "following upstream list changes");
         let mut decoder = crate::mcp::sse::Decoder::new();
-        while let Some(chunk) = futures_util::StreamExt::next(&mut resp).await {
+        while let Some(chunk) = futures_util::StreamExt::next(&mut resp.body).await {
             let Ok(chunk) = chunk else { break };
             for ev in decoder.feed(&chunk) {
                 let Ok(msg) = serde_json::from_str::<Value>(&ev.data) else {
@@ -1158,6 +1151,7 @@ mod tests {
             status,
             session_id: None,
             message,
+            bytes: 0,
         };
         let ok = interpret(r(200, Some(json!({"jsonrpc":"2.0","id":1,"result":{"x":1}}))), None);
         assert_eq!(ok.unwrap(), json!({"x":1}));
