@@ -3,9 +3,6 @@
 //! proxy hold or loop on too much. The fake upstreams are raw TCP listeners so every byte on
 //! the wire (status line, framing, when the connection closes) is the test's choice.
 
-// Part of the fake upstream serves tests of fixes still to come.
-#![allow(dead_code)]
-
 mod common;
 
 use std::cell::{Cell, RefCell};
@@ -543,5 +540,105 @@ async fn a_progress_extended_timeout_states_the_real_elapsed_time() {
         .unwrap_or_else(|| panic!("no elapsed time in {msg}"));
     assert!(took >= 2.8, "the progress kept the call alive: {took}");
     assert!((stated - took).abs() < 0.6, "stated {stated} s, took {took} s: {msg}");
+    p.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bounds: what an upstream can make the proxy hold or loop on
+// ---------------------------------------------------------------------------------------------
+
+async fn failed_listing(a: &Fake) -> (Value, String) {
+    let p = start_proxy(vec![cfg("x", &a.url, Duration::from_secs(5))], catalog_config(None)).await;
+    let r = call(&p.url, "mcp_refresh", json!({})).await;
+    let x = report_of(&r, "x").clone();
+    p.stop().await;
+    assert_eq!(x["ok"], false, "{r}");
+    let e = x["error"].as_str().unwrap_or_default().to_string();
+    (x, e)
+}
+
+#[actix_web::test]
+async fn an_overlong_cursor_is_refused() {
+    let a = fake(|req, _| match req.rpc().as_str() {
+        "tools/list" if req.body["params"]["cursor"].is_null() => json_reply(&result_of(
+            req,
+            json!({"tools": [t("c-one")], "nextCursor": "c".repeat(100_000)}),
+        )),
+        "tools/list" => json_reply(&result_of(req, json!({"tools": [t("c-two")]}))),
+        _ => legacy(req, &[]),
+    })
+    .await;
+    let (_, e) = failed_listing(&a).await;
+    assert!(e.contains("nextCursor") && e.contains("4096"), "{e}");
+    assert_eq!(a.count("tools/list"), 2, "one page, twice (startup and refresh)");
+}
+
+#[actix_web::test]
+async fn a_listing_of_too_many_tools_is_refused() {
+    // Pages of 10,000 tools, six pages: 60,000 in all.
+    let a = fake(|req, _| match req.rpc().as_str() {
+        "tools/list" => {
+            let page: usize = req.body["params"]["cursor"]
+                .as_str()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0);
+            let tools: Vec<Value> = (0..10_000).map(|i| json!({"name": format!("t{page}-{i}")})).collect();
+            let mut result = json!({"tools": tools});
+            if page < 5 {
+                result["nextCursor"] = json!((page + 1).to_string());
+            }
+            json_reply(&result_of(req, result))
+        }
+        _ => legacy(req, &[]),
+    })
+    .await;
+    let (_, e) = failed_listing(&a).await;
+    assert!(e.contains("50000 tools"), "{e}");
+}
+
+#[actix_web::test]
+async fn an_overlong_session_id_is_refused() {
+    let sid = "s".repeat(5000);
+    let a = fake(move |req, _| match req.rpc().as_str() {
+        "initialize" => vec![Part::Send(http(
+            200,
+            "application/json",
+            &[("Mcp-Session-Id", &sid)],
+            result_of(req, init_result(false)).to_string().as_bytes(),
+        ))],
+        _ => legacy(req, &[t("s-one")]),
+    })
+    .await;
+    let (_, e) = failed_listing(&a).await;
+    assert!(e.contains("Mcp-Session-Id") && e.contains("1024"), "{e}");
+    assert_eq!(a.count("tools/list"), 0);
+}
+
+#[actix_web::test]
+async fn an_endless_line_on_the_list_change_stream_is_cut_off() {
+    let a = fake(|req, _| match req.rpc().as_str() {
+        "initialize" => json_reply(&result_of(req, init_result(true))),
+        // The standalone stream: 2 MiB without a line break (the cap is 1 MiB), then nothing.
+        "GET" => {
+            let mut body = sse_head_chunked();
+            for _ in 0..32 {
+                body.extend(chunk(&[b'x'; 64 * 1024]));
+            }
+            vec![Part::Send(body), Part::AwaitProxyClose]
+        }
+        _ => legacy(req, &[t("e-one")]),
+    })
+    .await;
+    let p = start_proxy(vec![cfg("e", &a.url, Duration::from_secs(2))], catalog_config(None)).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while a.closed_by_proxy.get() == 0 && Instant::now() < deadline {
+        actix_web::rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(a.closed_by_proxy.get() >= 1, "the proxy kept reading an endless line");
+    // The upstream still serves.
+    assert_eq!(
+        mcp_call(&p.url, "e-one", json!({})).await["content"][0]["text"],
+        "called e-one"
+    );
     p.stop().await;
 }
