@@ -1,17 +1,23 @@
 //! What can go wrong talking to an upstream, phrased so a model (and an operator) can tell
 //! which side failed and whether retrying can help.
 
+use std::time::Duration;
+
 use crate::mcp::jsonrpc::RpcError;
 
 /// A failed exchange with one upstream.
 #[derive(Debug, Clone, PartialEq)]
 pub enum UpstreamError {
-    /// No complete answer within the upstream's timeout.
-    Timeout { secs: u64 },
+    /// No complete answer within the upstream's timeout (as extended by progress); `elapsed` is
+    /// how long the request really ran.
+    Timeout { elapsed: Duration },
     /// The TCP/TLS connection could not be made (refused, DNS, reset).
     Connect(String),
     /// The upstream answered with an HTTP error status.
     Http { status: u16, detail: String },
+    /// The upstream answered with a redirect (3xx), which is never followed. Only the host of
+    /// its `Location` is kept (the URL itself may carry secrets); `None` without a usable one.
+    Redirect { status: u16, location_host: Option<String> },
     /// The upstream answered with a JSON-RPC error object.
     Rpc(RpcError),
     /// The upstream answered something that is not a valid MCP reply.
@@ -33,7 +39,10 @@ impl UpstreamError {
             | UpstreamError::Unavailable
             | UpstreamError::Cancelled => true,
             UpstreamError::Http { status, .. } => *status >= 500 || *status == 429 || *status == 408,
-            UpstreamError::Rpc(_) | UpstreamError::InvalidReply(_) | UpstreamError::TooLarge { .. } => false,
+            UpstreamError::Rpc(_)
+            | UpstreamError::InvalidReply(_)
+            | UpstreamError::TooLarge { .. }
+            | UpstreamError::Redirect { .. } => false,
         }
     }
 
@@ -53,6 +62,9 @@ impl UpstreamError {
                 "the upstream failed on its side; retrying later may help"
             }
             UpstreamError::Http { .. } => "the upstream refused the request; retrying the same request will not help",
+            UpstreamError::Redirect { .. } => {
+                "the upstream's URL redirects, and redirects are never followed (they could replay the request and its credentials elsewhere); retrying will not help: the operator must configure the final URL"
+            }
             UpstreamError::Rpc(_) => {
                 "the upstream reported an error for this request; fix the request rather than retrying it unchanged"
             }
@@ -82,10 +94,17 @@ impl UpstreamError {
 impl std::fmt::Display for UpstreamError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            UpstreamError::Timeout { secs } => write!(f, "timed out after {secs} s"),
+            UpstreamError::Timeout { elapsed } => write!(f, "timed out after {}", seconds(*elapsed)),
             UpstreamError::Connect(e) => write!(f, "connection failed: {e}"),
             UpstreamError::Http { status, detail } if detail.is_empty() => write!(f, "HTTP {status}"),
             UpstreamError::Http { status, detail } => write!(f, "HTTP {status}: {detail}"),
+            UpstreamError::Redirect {
+                status,
+                location_host: Some(host),
+            } => write!(f, "HTTP {status} redirect to host {host} (not followed)"),
+            UpstreamError::Redirect { status, .. } => {
+                write!(f, "HTTP {status} redirect without a usable Location (not followed)")
+            }
             UpstreamError::Rpc(e) => write!(f, "error {}: {}", e.code, e.message),
             UpstreamError::InvalidReply(e) => write!(f, "invalid reply: {e}"),
             UpstreamError::TooLarge { limit } => write!(f, "reply larger than the {limit}-byte cap"),
@@ -96,3 +115,49 @@ impl std::fmt::Display for UpstreamError {
 }
 
 impl std::error::Error for UpstreamError {}
+
+/// A duration as people say it: `950 ms`, `3 s`, `3.4 s`, `12 s` (tenths only below 10 s).
+fn seconds(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 950 {
+        return format!("{ms} ms");
+    }
+    let tenths = (ms + 50) / 100;
+    if tenths % 10 == 0 || tenths >= 100 {
+        format!("{} s", (ms + 500) / 1000)
+    } else {
+        format!("{}.{} s", tenths / 10, tenths % 10)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_state_the_elapsed_time() {
+        let t = |ms| {
+            UpstreamError::Timeout {
+                elapsed: Duration::from_millis(ms),
+            }
+            .to_string()
+        };
+        assert_eq!(t(1003), "timed out after 1 s");
+        assert_eq!(t(3420), "timed out after 3.4 s");
+        assert_eq!(t(2980), "timed out after 3 s");
+        assert_eq!(t(12_004), "timed out after 12 s");
+        assert_eq!(t(12_600), "timed out after 13 s");
+        assert_eq!(t(250), "timed out after 250 ms");
+    }
+
+    #[test]
+    fn redirects_are_final_and_name_the_host() {
+        let e = UpstreamError::Redirect {
+            status: 307,
+            location_host: Some("other.example".into()),
+        };
+        assert_eq!(e.to_string(), "HTTP 307 redirect to host other.example (not followed)");
+        assert!(!e.retryable());
+        assert!(e.advice().contains("final URL"));
+    }
+}

@@ -15,10 +15,16 @@
 //!     │                          │ anything else (400/404/405 non-modern error, -32601, -32022)
 //!     │                          └──────────────► initialize + notifications/initialized
 //!     │                                               └──► Ready{Legacy, session?, version}
+//!     ├── timeout: the handshake (waiting for the one in flight included) took longer than the
+//!     │   upstream's timeout; the lock is released and the next request handshakes anew
 //!     └── reset(gen) ◄── Legacy: a request that carried the session got 404/400/"session expired"
 //!                    ◄── Modern: a request got a non-modern refusal (the upstream changed era)
 //!         (only if nobody else reset since `gen`; then the request is retried once)
 //! ```
+//! Every way into a handshake (a request's `ensure_ready`, `reset`, the list-change follower)
+//! is bounded by the upstream's timeout, so a handshake the upstream never answers cannot hold
+//! the init lock past that; `EndSession` does not handshake and its `DELETE` is bounded too
+//! (by the upstream's timeout, and at most 2 s).
 //! The era found is reported with each listing, stored in the manifest, and given back as a
 //! hint at the next start (a legacy hint skips the probe). A legacy upstream whose
 //! `initialize` reply carries no `Mcp-Session-Id` is stateless: no session header is ever
@@ -27,11 +33,23 @@
 //! # Calls: progress, timeouts, cancellation
 //! `notifications/progress` arriving on a call's SSE stream are forwarded to the caller as they
 //! come, and each one extends the call's timeout (by one upstream timeout, up to four times
-//! the timeout in all). If the caller's receiver is dropped (its client went away), the call is
-//! abandoned: the upstream stream is closed (the modern era's cancellation) and a legacy
-//! upstream is also sent `notifications/cancelled` for the request.
+//! the timeout in all). A timeout error states how long the request really ran. If the
+//! caller's receiver is dropped (its client went away), the call is abandoned: the upstream
+//! stream is closed (the modern era's cancellation) and a legacy upstream is also sent
+//! `notifications/cancelled` for the request.
+//!
+//! # What an upstream is not trusted with
+//! Redirects are never followed (see [`transport`]). Everything an upstream sends that the
+//! proxy would hold or loop on is bounded, and a refusal names its limit: a reply's size
+//! (`max_response_bytes`, all SSE streams of one reply together), the pages (1000), tools
+//! (50,000) and bytes (128 MiB) of one listing, a `nextCursor` (4 KiB), the `Mcp-Session-Id`
+//! (1 KiB), an event of the list-change stream (64 KiB), a reply head read directly (64 KiB,
+//! see `raw.rs`). The `instructions` text is not refused but cut to 8 KiB at a character
+//! boundary, with a note saying so; an upstream's error message is repeated (in errors, logs
+//! and to the model) up to 1000 characters.
 
 pub mod error;
+mod raw;
 pub mod transport;
 
 use std::cell::{Cell, RefCell};
@@ -286,17 +304,17 @@ impl Handler<EndSession> for UpstreamActor {
                 (s.session_id.take(), s.protocol_version.clone())
             };
             let Some(sid) = sid else { return };
-            let mut req = conn
-                .client
-                .delete(&conn.spec.url)
-                .insert_header(("Mcp-Session-Id", sid));
-            if let Some(t) = &conn.spec.token {
-                req = req.insert_header(("Authorization", format!("Bearer {t}")));
-            }
-            if !version.is_empty() {
-                req = req.insert_header(("MCP-Protocol-Version", version));
-            }
-            let _ = tokio::time::timeout(Duration::from_secs(2), req.send()).await;
+            let headers = RequestHeaders {
+                bearer: conn.spec.token.as_deref(),
+                session_id: Some(&sid),
+                protocol_version: (!version.is_empty()).then_some(version.as_str()),
+                ..Default::default()
+            };
+            // Bounded like everything sent upstream: by the upstream's timeout, and at most 2 s
+            // (it runs at shutdown).
+            let bound = conn.spec.timeout.min(END_SESSION_TIMEOUT);
+            let end = transport::end_session(&conn.client, &conn.spec.url, &headers);
+            let _ = tokio::time::timeout(bound, end).await;
             log::debug!(upstream = conn.spec.label.as_str(); "upstream session ended");
         })
     }
@@ -329,7 +347,7 @@ enum Attempt {
 /// (all on the actor's thread, hence `Rc`/`RefCell`; no borrow is held across an await).
 struct Connection {
     spec: UpstreamSpec,
-    client: awc::Client,
+    client: transport::Client,
     session: RefCell<Session>,
     /// Serialises (re-)initialization so concurrent requests share one handshake.
     init_lock: tokio::sync::Mutex<()>,
@@ -349,12 +367,38 @@ struct RequestOptions<'a> {
     sink: NotificationSink<'a>,
     /// Records the id of the attempt in flight (for `notifications/cancelled`).
     current_id: Option<&'a Cell<Option<i64>>>,
+    /// Adds up the body bytes of the replies read (a listing's budget across its pages).
+    received: Option<&'a Cell<usize>>,
 }
 
 const CLIENT_NAME: &str = "mcp-search-proxy";
-const MAX_PAGES: usize = 1000;
 /// Progress can stretch a call to at most this many upstream timeouts.
 const PROGRESS_TIMEOUT_FACTOR: u32 = 4;
+/// `EndSession` runs at shutdown: its `DELETE` waits at most this long (and at most the
+/// upstream's timeout).
+const END_SESSION_TIMEOUT: Duration = Duration::from_secs(2);
+
+// What an upstream can make the proxy hold or loop on (it is trusted no more than a client).
+// Each refusal is an `InvalidReply` that names its limit.
+
+/// Pages of one `tools/list` listing.
+const MAX_PAGES: usize = 1000;
+/// Tools of one listing, all pages together.
+const MAX_LISTED_TOOLS: usize = 50_000;
+/// Bytes of one listing's replies, all pages together (or one page's cap, if larger). A real
+/// catalog of 11,739 tools is ~16 MB of JSON.
+const MAX_LISTING_BYTES: usize = 128 * 1024 * 1024;
+/// A `nextCursor` (kept for the repeat check, sent back on the next page).
+const MAX_CURSOR_BYTES: usize = 4096;
+/// The `Mcp-Session-Id` sent back with every request of the session.
+const MAX_SESSION_ID_BYTES: usize = 1024;
+/// The upstream's `instructions`: a longer text is cut (at a character boundary) and says so.
+const MAX_INSTRUCTIONS_BYTES: usize = 8192;
+/// An upstream's error message, as repeated in the proxy's errors and logs.
+const MAX_ERROR_MESSAGE_CHARS: usize = 1000;
+/// One event (or unfinished line) of the list-change stream, which only ever carries short
+/// notifications and pings (and at most the reply cap).
+const MAX_STREAM_EVENT_BYTES: usize = 64 * 1024;
 
 impl Connection {
     fn new(spec: UpstreamSpec) -> Self {
@@ -364,7 +408,7 @@ impl Connection {
             ..Default::default()
         };
         Connection {
-            client: transport::build_client(connect_timeout),
+            client: transport::Client::new(connect_timeout),
             spec,
             session: RefCell::new(session),
             init_lock: tokio::sync::Mutex::new(()),
@@ -372,19 +416,17 @@ impl Connection {
         }
     }
 
-    fn timeout_error(&self) -> UpstreamError {
-        UpstreamError::Timeout {
-            secs: self.spec.timeout.as_secs().max(1),
-        }
-    }
-
+    /// Runs `fut` within the upstream's timeout; a timeout states the real elapsed time.
     async fn with_timeout<T>(
         &self,
         fut: impl std::future::Future<Output = Result<T, UpstreamError>>,
     ) -> Result<T, UpstreamError> {
+        let started = Instant::now();
         match tokio::time::timeout(self.spec.timeout, fut).await {
-            Ok(Err(UpstreamError::Timeout { secs: 0 })) | Err(_) => Err(self.timeout_error()),
             Ok(r) => r,
+            Err(_) => Err(UpstreamError::Timeout {
+                elapsed: started.elapsed(),
+            }),
         }
     }
 
@@ -435,20 +477,19 @@ impl Connection {
                 s.protocol_version.clone(),
             )
         };
-        let mut resp = match era {
+        let bearer = self.spec.token.as_deref();
+        // Opening the stream is bounded like any request; reading it is not (it is meant to
+        // stay open), but each of its events is.
+        let open = match era {
             Era::Legacy => {
-                let mut get = self
-                    .client
-                    .get(&self.spec.url)
-                    .insert_header(("Accept", "text/event-stream"));
-                if let Some(t) = &self.spec.token {
-                    get = get.insert_header(("Authorization", format!("Bearer {t}")));
-                }
-                if let Some(sid) = &session_id {
-                    get = get.insert_header(("Mcp-Session-Id", sid.as_str()));
-                }
-                get = get.insert_header(("MCP-Protocol-Version", version.as_str()));
-                get.send().await.map_err(|e| UpstreamError::Connect(e.to_string()))?
+                let headers = RequestHeaders {
+                    bearer,
+                    session_id: session_id.as_deref(),
+                    protocol_version: Some(&version),
+                    ..Default::default()
+                };
+                let open = transport::open_stream(&self.client, &self.spec.url, &headers, None);
+                self.with_timeout(open).await
             }
             Era::Modern => {
                 let id = RequestId::Num(self.fresh_id());
@@ -457,27 +498,24 @@ impl Connection {
                     "_meta": modern::request_meta(CLIENT_NAME, env!("CARGO_PKG_VERSION")),
                 });
                 let body = jsonrpc::request(&id, "subscriptions/listen", Some(params));
-                let mut post = self
-                    .client
-                    .post(&self.spec.url)
-                    .insert_header(("Content-Type", "application/json"))
-                    .insert_header(("Accept", "application/json, text/event-stream"))
-                    .insert_header(("MCP-Protocol-Version", modern::LATEST_MODERN))
-                    .insert_header(("Mcp-Method", "subscriptions/listen"));
-                if let Some(t) = &self.spec.token {
-                    post = post.insert_header(("Authorization", format!("Bearer {t}")));
-                }
-                post.send_body(body.to_string())
-                    .await
-                    .map_err(|e| UpstreamError::Connect(e.to_string()))?
+                let headers = RequestHeaders {
+                    bearer,
+                    protocol_version: Some(modern::LATEST_MODERN),
+                    method: Some("subscriptions/listen"),
+                    ..Default::default()
+                };
+                let open = transport::open_stream(
+                    &self.client,
+                    &self.spec.url,
+                    &headers,
+                    Some(Bytes::from(body.to_string())),
+                );
+                self.with_timeout(open).await
             }
         };
-        let status = resp.status().as_u16();
-        let is_sse = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let mut resp = open?;
+        let status = resp.status;
+        let is_sse = resp.is_sse();
         if status == 404 && era == Era::Legacy && session_id.is_some() {
             // The session is gone: the next ensure_ready re-initializes.
             self.session.borrow_mut().ready = false;
@@ -498,10 +536,24 @@ impl Connection {
             };
         }
         log::debug!(upstream = self.spec.label.as_str(), era = era.as_str(); "following upstream list changes");
+        let max_event = MAX_STREAM_EVENT_BYTES.min(self.spec.max_response_bytes);
         let mut decoder = crate::mcp::sse::Decoder::new();
-        while let Some(chunk) = futures_util::StreamExt::next(&mut resp).await {
+        // Bytes fed since the last complete event (within one chunk of the truth): bounds the
+        // decoder's unfinished line and event.
+        let mut since_event = 0usize;
+        while let Some(chunk) = futures_util::StreamExt::next(&mut resp.body).await {
             let Ok(chunk) = chunk else { break };
-            for ev in decoder.feed(&chunk) {
+            since_event += chunk.len();
+            let events = decoder.feed(&chunk);
+            if !events.is_empty() {
+                since_event = decoder.pending_len();
+            }
+            if since_event > max_event {
+                return Err(UpstreamError::InvalidReply(format!(
+                    "an event on the list-change stream exceeds {max_event} bytes"
+                )));
+            }
+            for ev in events {
                 let Ok(msg) = serde_json::from_str::<Value>(&ev.data) else {
                     continue;
                 };
@@ -548,7 +600,7 @@ impl Connection {
         };
         let body = Bytes::from(message.to_string());
         let send = transport::post(&self.client, &self.spec.url, &headers, body, None, 64 * 1024, None);
-        let _ = tokio::time::timeout(timeout, send).await;
+        let _ = tokio::time::timeout(timeout.min(self.spec.timeout), send).await;
     }
 
     async fn list_tools(&self, previous: &[Arc<Tool>]) -> Result<Listing, UpstreamError> {
@@ -558,9 +610,20 @@ impl Connection {
         let mut cursor: Option<String> = None;
         let mut seen_cursors = std::collections::HashSet::new();
         let mut ttl_ms: Option<u64> = None;
+        let received = Cell::new(0usize);
+        let max_bytes = MAX_LISTING_BYTES.max(self.spec.max_response_bytes);
+        let opts = RequestOptions {
+            received: Some(&received),
+            ..Default::default()
+        };
         for _ in 0..MAX_PAGES {
             let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-            let mut result = self.request("tools/list", params, RequestOptions::default()).await?;
+            let mut result = self.request("tools/list", params, opts).await?;
+            if received.get() > max_bytes {
+                return Err(UpstreamError::InvalidReply(format!(
+                    "tools/list pages add up to more than {max_bytes} bytes (the proxy's limit for one listing)"
+                )));
+            }
             let page = match result.get_mut("tools").map(Value::take) {
                 Some(Value::Array(page)) => page,
                 _ => {
@@ -569,6 +632,11 @@ impl Connection {
                     ))
                 }
             };
+            if tools.len() + page.len() > MAX_LISTED_TOOLS {
+                return Err(UpstreamError::InvalidReply(format!(
+                    "tools/list returned more than {MAX_LISTED_TOOLS} tools (the proxy's limit for one upstream)"
+                )));
+            }
             let modern_era = self.session.borrow().era == Some(Era::Modern);
             for t in page {
                 match serde_json::from_value::<Tool>(t) {
@@ -593,6 +661,12 @@ impl Connection {
             }
             match result.get("nextCursor").and_then(Value::as_str) {
                 Some(next) => {
+                    if next.len() > MAX_CURSOR_BYTES {
+                        return Err(UpstreamError::InvalidReply(format!(
+                            "tools/list nextCursor is {} bytes, longer than the proxy's {MAX_CURSOR_BYTES}-byte limit",
+                            next.len()
+                        )));
+                    }
                     if !seen_cursors.insert(next.to_string()) {
                         return Err(UpstreamError::InvalidReply(
                             "tools/list pagination repeats a cursor".into(),
@@ -635,6 +709,7 @@ impl Connection {
             meta: Some(&msg.meta),
             sink: Some(&forward),
             current_id: Some(&current_id),
+            received: None,
         };
         let call = self.request("tools/call", Some(params), opts);
         let cancelled = async {
@@ -665,21 +740,17 @@ impl Connection {
         last_activity: &Cell<Instant>,
     ) -> Result<T, UpstreamError> {
         let timeout = self.spec.timeout;
-        let hard_cap = Instant::now() + timeout * PROGRESS_TIMEOUT_FACTOR;
+        let started = Instant::now();
+        let hard_cap = started + timeout * PROGRESS_TIMEOUT_FACTOR;
         tokio::pin!(fut);
         loop {
             let deadline = (last_activity.get() + timeout).min(hard_cap);
             tokio::select! {
-                r = &mut fut => {
-                    return match r {
-                        Err(UpstreamError::Timeout { secs: 0 }) => Err(self.timeout_error()),
-                        other => other,
-                    };
-                }
+                r = &mut fut => return r,
                 _ = tokio::time::sleep_until(deadline.into()) => {
                     let now = Instant::now();
                     if now >= hard_cap || last_activity.get() + timeout <= now {
-                        return Err(self.timeout_error());
+                        return Err(UpstreamError::Timeout { elapsed: started.elapsed() });
                     }
                 }
             }
@@ -797,6 +868,9 @@ impl Connection {
             Ok(r) => r,
             Err(e) => return Attempt::Done(Err(e)),
         };
+        if let Some(received) = opts.received {
+            received.set(received.get() + reply.bytes);
+        }
         let rpc_error = reply.message.as_ref().and_then(transport::rpc_error_of);
         match era {
             Era::Legacy if session_id.is_some() && session_lost(reply.status, rpc_error.as_ref()) => {
@@ -807,7 +881,10 @@ impl Connection {
         }
     }
 
-    /// Gets ready unless ready; returns the generation the caller works with.
+    /// Gets ready unless ready; returns the generation the caller works with. Waiting for a
+    /// handshake in flight and making one are bounded together by the upstream's timeout, so a
+    /// hung handshake ends (and frees the lock for the next one) within that time, whoever
+    /// started it.
     async fn ensure_ready(&self) -> Result<u64, UpstreamError> {
         {
             let s = self.session.borrow();
@@ -815,32 +892,38 @@ impl Connection {
                 return Ok(s.generation);
             }
         }
-        let _guard = self.init_lock.lock().await;
-        {
-            let s = self.session.borrow();
-            if s.ready {
-                return Ok(s.generation);
+        self.with_timeout(async {
+            let _guard = self.init_lock.lock().await;
+            {
+                let s = self.session.borrow();
+                if s.ready {
+                    return Ok(s.generation);
+                }
             }
-        }
-        self.connect().await
+            self.connect().await
+        })
+        .await
     }
 
     /// Drops the state seen at `generation` (and, if asked, the era) and connects anew,
-    /// unless another request already did so since.
+    /// unless another request already did so since. Bounded like [`Self::ensure_ready`].
     async fn reset(&self, generation: u64, forget_era: bool) -> Result<u64, UpstreamError> {
-        let _guard = self.init_lock.lock().await;
-        {
-            let mut s = self.session.borrow_mut();
-            if s.ready && s.generation != generation {
-                return Ok(s.generation);
+        self.with_timeout(async {
+            let _guard = self.init_lock.lock().await;
+            {
+                let mut s = self.session.borrow_mut();
+                if s.ready && s.generation != generation {
+                    return Ok(s.generation);
+                }
+                s.ready = false;
+                s.session_id = None;
+                if forget_era {
+                    s.era = None;
+                }
             }
-            s.ready = false;
-            s.session_id = None;
-            if forget_era {
-                s.era = None;
-            }
-        }
-        self.connect().await
+            self.connect().await
+        })
+        .await
     }
 
     /// Probes the era when unknown (a legacy hint skips the probe), then initializes.
@@ -896,7 +979,7 @@ impl Connection {
         let instructions = result
             .and_then(|r| r.get("instructions"))
             .and_then(Value::as_str)
-            .map(str::to_string);
+            .map(capped_instructions);
         let list_changed = result.is_some_and(advertises_list_changed);
         Ok(self.found(era, instructions, list_changed))
     }
@@ -961,13 +1044,22 @@ impl Connection {
             )));
         }
         if let Some(sid) = &session_id {
+            if sid.len() > MAX_SESSION_ID_BYTES {
+                return Err(UpstreamError::InvalidReply(format!(
+                    "Mcp-Session-Id is {} bytes, longer than the proxy's {MAX_SESSION_ID_BYTES}-byte limit",
+                    sid.len()
+                )));
+            }
             if sid.is_empty() || !sid.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
                 return Err(UpstreamError::InvalidReply(
                     "Mcp-Session-Id is not visible ASCII".into(),
                 ));
             }
         }
-        let instructions = result.get("instructions").and_then(Value::as_str).map(str::to_string);
+        let instructions = result
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(capped_instructions);
         let list_changed = advertises_list_changed(&result);
 
         // notifications/initialized completes the handshake.
@@ -1005,6 +1097,32 @@ impl Connection {
     }
 }
 
+/// The upstream's `instructions`, cut at a character boundary to at most
+/// [`MAX_INSTRUCTIONS_BYTES`] (plus a note saying so): long instructions are kept usable rather
+/// than refused, since an upstream is not broken for being verbose.
+fn capped_instructions(text: &str) -> String {
+    if text.len() <= MAX_INSTRUCTIONS_BYTES {
+        return text.to_string();
+    }
+    let mut end = MAX_INSTRUCTIONS_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[truncated by {CLIENT_NAME}: the upstream's instructions exceed {MAX_INSTRUCTIONS_BYTES} bytes]",
+        &text[..end]
+    )
+}
+
+/// An upstream's error message as the proxy repeats it (in errors, logs and to the model): at
+/// most [`MAX_ERROR_MESSAGE_CHARS`] characters, then `…`.
+fn capped_message(message: &str) -> String {
+    match message.char_indices().nth(MAX_ERROR_MESSAGE_CHARS) {
+        None => message.to_string(),
+        Some((end, _)) => format!("{}…", &message[..end]),
+    }
+}
+
 /// Whether an initialize/discover result advertises `capabilities.tools.listChanged`.
 fn advertises_list_changed(result: &Value) -> bool {
     result
@@ -1018,7 +1136,7 @@ fn advertises_list_changed(result: &Value) -> bool {
 /// failures and server errors (the era cannot be known yet).
 fn classify_probe(status: u16, message: Option<&Value>, error: Option<&RpcError>) -> Result<Era, UpstreamError> {
     if status == 401 || status == 403 || status >= 500 {
-        let detail = error.map(|e| e.message.clone()).unwrap_or_default();
+        let detail = error.map(|e| capped_message(&e.message)).unwrap_or_default();
         return Err(UpstreamError::Http { status, detail });
     }
     if (200..300).contains(&status) {
@@ -1085,7 +1203,7 @@ fn session_lost(status: u16, error: Option<&RpcError>) -> bool {
 fn interpret(reply: transport::Reply, rpc_error: Option<RpcError>) -> Result<Value, UpstreamError> {
     if !(200..300).contains(&reply.status) {
         let detail = match (&rpc_error, &reply.message) {
-            (Some(e), _) => e.message.clone(),
+            (Some(e), _) => capped_message(&e.message),
             (None, Some(Value::String(s))) => s.clone(),
             _ => String::new(),
         };
@@ -1094,7 +1212,8 @@ fn interpret(reply: transport::Reply, rpc_error: Option<RpcError>) -> Result<Val
             detail,
         });
     }
-    if let Some(e) = rpc_error {
+    if let Some(mut e) = rpc_error {
+        e.message = capped_message(&e.message);
         return Err(UpstreamError::Rpc(e));
     }
     match reply.message {
@@ -1127,6 +1246,23 @@ mod tests {
     }
 
     #[test]
+    fn long_instructions_are_cut_at_a_character_boundary_and_say_so() {
+        assert_eq!(capped_instructions("Use the tools."), "Use the tools.");
+        let long = "é".repeat(MAX_INSTRUCTIONS_BYTES); // two bytes each
+        let cut = capped_instructions(&long);
+        let (kept, note) = cut.split_once('\n').unwrap();
+        assert_eq!(kept.len(), MAX_INSTRUCTIONS_BYTES);
+        assert!(kept.chars().all(|c| c == 'é'));
+        assert!(note.contains("truncated") && note.contains("8192 bytes"), "{note}");
+        let odd = format!("a{}", "é".repeat(MAX_INSTRUCTIONS_BYTES));
+        let (kept, _) = capped_instructions(&odd)
+            .split_once('\n')
+            .map(|(k, n)| (k.to_string(), n.to_string()))
+            .unwrap();
+        assert_eq!(kept.len(), MAX_INSTRUCTIONS_BYTES - 1, "never half a character");
+    }
+
+    #[test]
     fn session_loss_is_recognised_by_status_and_message() {
         assert!(session_lost(404, None));
         assert!(session_lost(400, None));
@@ -1141,6 +1277,7 @@ mod tests {
             status,
             session_id: None,
             message,
+            bytes: 0,
         };
         let ok = interpret(r(200, Some(json!({"jsonrpc":"2.0","id":1,"result":{"x":1}}))), None);
         assert_eq!(ok.unwrap(), json!({"x":1}));
@@ -1155,6 +1292,12 @@ mod tests {
         let e = RpcError::new(-32602, "bad");
         let rpc = interpret(r(200, None), Some(e.clone())).unwrap_err();
         assert_eq!(rpc, UpstreamError::Rpc(e));
+        let long = RpcError::new(-32000, "ü".repeat(5000));
+        let Err(UpstreamError::Rpc(cut)) = interpret(r(200, None), Some(long)) else {
+            panic!("an RPC error")
+        };
+        assert_eq!(cut.message.chars().count(), MAX_ERROR_MESSAGE_CHARS + 1);
+        assert!(cut.message.ends_with('…'));
         assert!(matches!(
             interpret(r(200, Some(json!([]))), None),
             Err(UpstreamError::InvalidReply(_))

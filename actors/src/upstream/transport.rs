@@ -1,16 +1,35 @@
-//! One Streamable HTTP exchange with an upstream: POST a JSON-RPC message, read the reply as
-//! JSON or as an SSE stream, enforce the size cap. No session logic here (see `session`).
+//! The HTTP side of talking to an upstream: POST a JSON-RPC message and read the reply as JSON
+//! or as an SSE stream (size cap enforced), open a list-change stream, end a session. No
+//! session logic here (see the parent module).
 //!
-//! Header hygiene lives in [`post`]: the only headers sent upstream are the ones built here.
+//! Header hygiene: the only headers sent upstream are the ones built here, from
+//! [`RequestHeaders`] (see `header_list`); nothing of a client's request passes through.
+//!
+//! Redirects are never followed, on any request (awc's redirect middleware is off): following
+//! one replayed a `tools/call` (arguments, session id, bearer token) to another host and let a
+//! redirected `tools/list` replace an upstream's catalog with another server's tools. A 3xx
+//! reply is [`UpstreamError::Redirect`], which names only the `Location`'s host (the full
+//! URL may carry secrets).
+//!
+//! Close-delimited replies (HTTP/1.1, no `Content-Length`, not chunked): awc reads them as
+//! empty (see `raw.rs` for why). `Client::send` notices such a reply and from then on
+//! reads that upstream over `raw.rs`; the reply that revealed it is fetched again there
+//! when the request is idempotent, and is a precise error otherwise (a `tools/call` is never
+//! sent twice).
 
-use std::time::Duration;
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::time::{Duration, Instant};
 
-use awc::http::header;
-use bytes::Bytes;
+use awc::error::PayloadError;
+use awc::http::header::{self, HeaderMap};
+use awc::http::{Method, Version};
+use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use serde_json::Value;
 
 use super::error::UpstreamError;
+use super::raw;
 use crate::mcp::jsonrpc::{RequestId, RpcError};
 use crate::mcp::sse;
 
@@ -31,6 +50,211 @@ pub struct RequestHeaders<'a> {
     pub idempotent: bool,
 }
 
+/// Header names and values of one request.
+pub type HeaderList = Vec<(Cow<'static, str>, String)>;
+
+/// The headers `h` asks for, and no others.
+fn header_list(h: &RequestHeaders<'_>) -> HeaderList {
+    let mut out: HeaderList = Vec::with_capacity(6 + h.params.len());
+    if let Some(token) = h.bearer {
+        out.push(("Authorization".into(), format!("Bearer {token}")));
+    }
+    if let Some(sid) = h.session_id {
+        out.push(("Mcp-Session-Id".into(), sid.to_string()));
+    }
+    if let Some(v) = h.protocol_version {
+        out.push(("MCP-Protocol-Version".into(), v.to_string()));
+    }
+    if let Some(m) = h.method {
+        out.push(("Mcp-Method".into(), m.to_string()));
+    }
+    if let Some(n) = h.name {
+        out.push(("Mcp-Name".into(), n.to_string()));
+    }
+    for (k, v) in h.params {
+        out.push((k.clone().into(), v.clone()));
+    }
+    out
+}
+
+/// The upstream's HTTP client: awc (pooled keep-alive connections), or one connection per
+/// request once the upstream showed it sends close-delimited replies.
+pub struct Client {
+    awc: awc::Client,
+    connect_timeout: Duration,
+    /// Set for good once a reply came close-delimited (see the module docs).
+    close_delimited: Cell<bool>,
+}
+
+/// One request, as the functions of this module build it.
+struct Outgoing<'a> {
+    method: Method,
+    url: &'a str,
+    headers: HeaderList,
+    body: Option<Bytes>,
+    idempotent: bool,
+    /// Whether the reply's body matters (not for a notification's 202, nor a DELETE's reply).
+    need_body: bool,
+}
+
+/// A reply's status and headers; its body follows as a stream.
+pub struct Incoming {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: raw::Body,
+}
+
+impl Incoming {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Whether the reply is an SSE stream.
+    pub fn is_sse(&self) -> bool {
+        self.header("content-type")
+            .is_some_and(|v| v.to_ascii_lowercase().starts_with("text/event-stream"))
+    }
+}
+
+/// What awc made of a reply.
+enum AwcOutcome {
+    Reply(Incoming),
+    /// A close-delimited reply whose body awc dropped.
+    BodyDropped,
+}
+
+const BODY_DROPPED: &str = "the reply had neither Content-Length nor chunked encoding (a body ended by closing the connection), which the HTTP client read as empty; the request was not sent again (it is not idempotent); later requests to this upstream read such replies";
+
+impl Client {
+    /// Builds the client of one upstream actor (on its thread). The overall per-request timeout
+    /// is enforced by the caller (it must also cover reading a streamed body), so awc's own
+    /// timeout only guards connection setup.
+    pub fn new(connect_timeout: Duration) -> Self {
+        let awc = awc::Client::builder()
+            .disable_timeout()
+            .disable_redirects()
+            .connector(
+                awc::Connector::new()
+                    .timeout(connect_timeout)
+                    .conn_keep_alive(POOL_IDLE),
+            )
+            .finish();
+        Client {
+            awc,
+            connect_timeout,
+            close_delimited: Cell::new(false),
+        }
+    }
+
+    /// Whether this upstream's replies are read one connection per request.
+    pub fn reads_close_delimited(&self) -> bool {
+        self.close_delimited.get()
+    }
+
+    async fn send(&self, req: Outgoing<'_>) -> Result<Incoming, UpstreamError> {
+        if !self.close_delimited.get() {
+            match self.send_awc(&req).await? {
+                AwcOutcome::Reply(r) => return Ok(r),
+                AwcOutcome::BodyDropped => {
+                    self.close_delimited.set(true);
+                    log::warn!(url_host = host_of(req.url).unwrap_or_default().as_str(); "upstream replies are close-delimited: reading them over one connection per request");
+                    if !req.idempotent {
+                        return Err(UpstreamError::InvalidReply(BODY_DROPPED.into()));
+                    }
+                }
+            }
+        }
+        let started = Instant::now();
+        let (status, headers, body) = raw::exchange(
+            &req.method,
+            req.url,
+            &req.headers,
+            req.body.as_ref(),
+            self.connect_timeout,
+        )
+        .await
+        .map_err(|e| match e {
+            UpstreamError::Timeout { .. } => UpstreamError::Timeout {
+                elapsed: started.elapsed(),
+            },
+            e => e,
+        })?;
+        check_redirect(status, &headers, req.url)?;
+        Ok(Incoming { status, headers, body })
+    }
+
+    async fn send_awc(&self, req: &Outgoing<'_>) -> Result<AwcOutcome, UpstreamError> {
+        let started = Instant::now();
+        let build = || {
+            let mut r = self.awc.request(req.method.clone(), req.url);
+            for (k, v) in &req.headers {
+                r = r.insert_header((k.as_ref(), v.as_str()));
+            }
+            r
+        };
+        let send = |r: awc::ClientRequest| async {
+            match &req.body {
+                Some(b) => r.send_body(b.clone()).await,
+                None => r.send().await,
+            }
+        };
+        // An upstream closes idle keep-alive connections on its own schedule; one closed just as
+        // it is reused yields no reply at all (awc: `Disconnected`). Such a message never reached
+        // the upstream, so an idempotent one is sent again; a `tools/call` is not (it reports
+        // the error).
+        let resp = match send(build()).await {
+            Err(awc::error::SendRequestError::Connect(awc::error::ConnectError::Disconnected)) if req.idempotent => {
+                send(build()).await
+            }
+            r => r,
+        }
+        .map_err(|e| send_error(e, started))?;
+        let status = resp.status().as_u16();
+        check_redirect(status, resp.headers(), req.url)?;
+        if req.need_body && body_dropped(&req.method, resp.version(), status, resp.headers()) {
+            return Ok(AwcOutcome::BodyDropped);
+        }
+        let headers = resp.headers().clone();
+        Ok(AwcOutcome::Reply(Incoming {
+            status,
+            headers,
+            body: Box::pin(resp),
+        }))
+    }
+}
+
+/// Whether awc read an HTTP/1.1 reply as body-less although it has a close-delimited body:
+/// no `Content-Length`, not chunked, and a status that carries a body. (actix-http reads an
+/// HTTP/1.0 reply of that kind to the end of the connection, as it should.)
+fn body_dropped(method: &Method, version: Version, status: u16, headers: &HeaderMap) -> bool {
+    version == Version::HTTP_11
+        && *method != Method::HEAD
+        && !(100..200).contains(&status)
+        && status != 204
+        && status != 304
+        && !headers.contains_key(header::CONTENT_LENGTH)
+        && !headers.contains_key(header::TRANSFER_ENCODING)
+}
+
+/// A 3xx reply is an error: redirects are never followed.
+fn check_redirect(status: u16, headers: &HeaderMap, url: &str) -> Result<(), UpstreamError> {
+    if !(300..400).contains(&status) {
+        return Ok(());
+    }
+    let location = headers.get(header::LOCATION).and_then(|v| v.to_str().ok());
+    // A relative Location points at the upstream's own host.
+    let location_host =
+        location.and_then(|l| host_of(l).or_else(|| l.starts_with('/').then(|| host_of(url)).flatten()));
+    Err(UpstreamError::Redirect { status, location_host })
+}
+
+/// The host of an absolute URL (never its user info, path or query), at most 255 characters.
+fn host_of(url: &str) -> Option<String> {
+    let uri: awc::http::Uri = url.parse().ok()?;
+    let host = uri.host()?;
+    (!host.is_empty() && host.len() <= 255).then(|| host.to_string())
+}
+
 /// The parts of an upstream reply the session layer needs.
 #[derive(Debug)]
 pub struct Reply {
@@ -39,6 +263,8 @@ pub struct Reply {
     pub session_id: Option<String>,
     /// The JSON-RPC response whose id matched the request (absent for notifications).
     pub message: Option<Value>,
+    /// Body bytes read (all streams of the reply, resumptions included).
+    pub bytes: usize,
 }
 
 /// Sink for notifications that arrive on a request's SSE stream before its response
@@ -50,9 +276,10 @@ pub type NotificationSink<'a> = Option<&'a dyn Fn(Value)>;
 /// `expect_id` is the id of a request (whose response is awaited) or `None` for a
 /// notification (any 2xx, normally 202, is success). HTTP error statuses are returned as
 /// `Ok(Reply)` with the status set and the JSON-RPC error body (if any) in `message`, so the
-/// session layer can tell "session expired" from other failures.
+/// session layer can tell "session expired" from other failures. `max_bytes` caps the body
+/// (all of its SSE streams together).
 pub async fn post(
-    client: &awc::Client,
+    client: &Client,
     url: &str,
     headers: &RequestHeaders<'_>,
     body: Bytes,
@@ -60,55 +287,25 @@ pub async fn post(
     max_bytes: usize,
     on_notification: NotificationSink<'_>,
 ) -> Result<Reply, UpstreamError> {
-    let build = || {
-        let mut req = client
-            .post(url)
-            .insert_header((header::CONTENT_TYPE, "application/json"))
-            .insert_header((header::ACCEPT, "application/json, text/event-stream"));
-        if let Some(token) = headers.bearer {
-            req = req.insert_header((header::AUTHORIZATION, format!("Bearer {token}")));
-        }
-        if let Some(sid) = headers.session_id {
-            req = req.insert_header(("Mcp-Session-Id", sid));
-        }
-        if let Some(v) = headers.protocol_version {
-            req = req.insert_header(("MCP-Protocol-Version", v));
-        }
-        if let Some(m) = headers.method {
-            req = req.insert_header(("Mcp-Method", m));
-        }
-        if let Some(n) = headers.name {
-            req = req.insert_header(("Mcp-Name", n));
-        }
-        for (k, v) in headers.params {
-            req = req.insert_header((k.as_str(), v.as_str()));
-        }
-        req
-    };
-    // An upstream closes idle keep-alive connections on its own schedule; one closed just as it
-    // is reused yields no reply at all (awc: `Disconnected`). Such a message never reached the
-    // upstream, so an idempotent one is sent again; a `tools/call` is not (it reports the error).
-    let mut resp = match build().send_body(body.clone()).await {
-        Err(awc::error::SendRequestError::Connect(awc::error::ConnectError::Disconnected)) if headers.idempotent => {
-            build().send_body(body).await.map_err(send_error)?
-        }
-        r => r.map_err(send_error)?,
-    };
-    let status = resp.status().as_u16();
-    let session_id = resp
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let content_type = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase();
+    let mut list = header_list(headers);
+    list.push(("Content-Type".into(), "application/json".into()));
+    list.push(("Accept".into(), "application/json, text/event-stream".into()));
+    let mut resp = client
+        .send(Outgoing {
+            method: Method::POST,
+            url,
+            headers: list,
+            body: Some(body),
+            idempotent: headers.idempotent,
+            need_body: expect_id.is_some(),
+        })
+        .await?;
+    let status = resp.status;
+    let session_id = resp.header("mcp-session-id").map(str::to_string);
 
-    if content_type.starts_with("text/event-stream") {
-        let mut read = read_sse(&mut resp, expect_id, max_bytes, on_notification).await?;
+    if resp.is_sse() {
+        let mut seen = 0usize;
+        let mut read = read_sse(&mut resp.body, expect_id, max_bytes, &mut seen, on_notification).await?;
         // 2025-11-25 (SEP-1699): a server may close the stream before the response, after an
         // event id and a `retry` hint; the client resumes with GET + Last-Event-ID.
         let mut resumptions = 0;
@@ -122,24 +319,28 @@ pub async fn post(
             resumptions += 1;
             let wait = Duration::from_millis(read.retry_ms.unwrap_or(DEFAULT_RETRY_MS).min(MAX_RETRY_MS));
             tokio::time::sleep(wait).await;
-            let mut get = client
-                .get(url)
-                .insert_header((header::ACCEPT, "text/event-stream"))
-                .insert_header(("Last-Event-ID", last_id.as_str()));
-            if let Some(token) = headers.bearer {
-                get = get.insert_header((header::AUTHORIZATION, format!("Bearer {token}")));
-            }
-            if let Some(sid) = headers.session_id {
-                get = get.insert_header(("Mcp-Session-Id", sid));
-            }
-            if let Some(v) = headers.protocol_version {
-                get = get.insert_header(("MCP-Protocol-Version", v));
-            }
-            let mut again = get.send().await.map_err(send_error)?;
-            if !again.status().is_success() {
+            let mut list = header_list(&RequestHeaders {
+                bearer: headers.bearer,
+                session_id: headers.session_id,
+                protocol_version: headers.protocol_version,
+                ..Default::default()
+            });
+            list.push(("Accept".into(), "text/event-stream".into()));
+            list.push(("Last-Event-ID".into(), last_id));
+            let mut again = client
+                .send(Outgoing {
+                    method: Method::GET,
+                    url,
+                    headers: list,
+                    body: None,
+                    idempotent: true,
+                    need_body: true,
+                })
+                .await?;
+            if !(200..300).contains(&again.status) {
                 break;
             }
-            let next = read_sse(&mut again, expect_id, max_bytes, on_notification).await?;
+            let next = read_sse(&mut again.body, expect_id, max_bytes, &mut seen, on_notification).await?;
             read = SseRead {
                 last_event_id: next.last_event_id.or(read.last_event_id),
                 retry_ms: next.retry_ms.or(read.retry_ms),
@@ -155,14 +356,15 @@ pub async fn post(
             status,
             session_id,
             message: read.message,
+            bytes: seen,
         });
     }
 
-    let bytes = resp
-        .body()
-        .limit(max_bytes)
-        .await
-        .map_err(|e| payload_error(e, max_bytes))?;
+    let declared = resp.header("content-length").and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max_bytes as u64) {
+        return Err(UpstreamError::TooLarge { limit: max_bytes });
+    }
+    let bytes = read_body(&mut resp.body, max_bytes).await?;
     let message = if bytes.iter().all(u8::is_ascii_whitespace) {
         None
     } else {
@@ -182,7 +384,65 @@ pub async fn post(
         status,
         session_id,
         message,
+        bytes: bytes.len(),
     })
+}
+
+/// Opens a list-change stream: the legacy GET (`body` `None`) or the modern
+/// `subscriptions/listen` POST (`body` is its JSON-RPC request). The caller reads the stream.
+pub async fn open_stream(
+    client: &Client,
+    url: &str,
+    headers: &RequestHeaders<'_>,
+    body: Option<Bytes>,
+) -> Result<Incoming, UpstreamError> {
+    let mut list = header_list(headers);
+    let method = if body.is_some() {
+        list.push(("Content-Type".into(), "application/json".into()));
+        list.push(("Accept".into(), "application/json, text/event-stream".into()));
+        Method::POST
+    } else {
+        list.push(("Accept".into(), "text/event-stream".into()));
+        Method::GET
+    };
+    client
+        .send(Outgoing {
+            method,
+            url,
+            headers: list,
+            body,
+            idempotent: true,
+            need_body: true,
+        })
+        .await
+}
+
+/// `DELETE` of a legacy session; the reply's status.
+pub async fn end_session(client: &Client, url: &str, headers: &RequestHeaders<'_>) -> Result<u16, UpstreamError> {
+    let resp = client
+        .send(Outgoing {
+            method: Method::DELETE,
+            url,
+            headers: header_list(headers),
+            body: None,
+            idempotent: true,
+            need_body: false,
+        })
+        .await?;
+    Ok(resp.status)
+}
+
+/// Reads a whole (non-SSE) body, at most `max_bytes`.
+async fn read_body(body: &mut raw::Body, max_bytes: usize) -> Result<BytesMut, UpstreamError> {
+    let mut out = BytesMut::new();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| payload_error(e, max_bytes))?;
+        if out.len() + chunk.len() > max_bytes {
+            return Err(UpstreamError::TooLarge { limit: max_bytes });
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
 }
 
 /// What one SSE stream yielded: the response (if it came) and what resuming needs.
@@ -198,17 +458,16 @@ const MAX_RESUMPTIONS: usize = 3;
 const DEFAULT_RETRY_MS: u64 = 1000;
 const MAX_RETRY_MS: u64 = 10_000;
 
-async fn read_sse<S>(
-    stream: &mut S,
+/// Reads one SSE stream until the response to `expect_id` (or its end). `seen` counts the bytes
+/// of all streams of one reply against `max_bytes`, which also bounds any one line or event.
+async fn read_sse(
+    stream: &mut raw::Body,
     expect_id: Option<&RequestId>,
     max_bytes: usize,
+    seen: &mut usize,
     on_notification: NotificationSink<'_>,
-) -> Result<SseRead, UpstreamError>
-where
-    S: futures_util::Stream<Item = Result<Bytes, awc::error::PayloadError>> + Unpin,
-{
+) -> Result<SseRead, UpstreamError> {
     let mut decoder = sse::Decoder::new();
-    let mut seen = 0usize;
     let mut out = SseRead {
         message: None,
         last_event_id: None,
@@ -247,8 +506,8 @@ where
     };
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| payload_error(e, max_bytes))?;
-        seen += chunk.len();
-        if seen > max_bytes {
+        *seen += chunk.len();
+        if *seen > max_bytes {
             return Err(UpstreamError::TooLarge { limit: max_bytes });
         }
         for ev in decoder.feed(&chunk) {
@@ -286,38 +545,208 @@ pub fn excerpt(bytes: &[u8]) -> String {
     }
 }
 
-fn send_error(e: awc::error::SendRequestError) -> UpstreamError {
+fn send_error(e: awc::error::SendRequestError, started: Instant) -> UpstreamError {
     use awc::error::SendRequestError as E;
     match e {
-        E::Timeout => UpstreamError::Timeout { secs: 0 },
+        E::Timeout => UpstreamError::Timeout {
+            elapsed: started.elapsed(),
+        },
         E::Connect(c) => UpstreamError::Connect(c.to_string()),
         other => UpstreamError::Connect(other.to_string()),
     }
 }
 
-fn payload_error(e: awc::error::PayloadError, max_bytes: usize) -> UpstreamError {
-    use awc::error::PayloadError as P;
+fn payload_error(e: PayloadError, max_bytes: usize) -> UpstreamError {
     match e {
-        P::Overflow => UpstreamError::TooLarge { limit: max_bytes },
+        PayloadError::Overflow => UpstreamError::TooLarge { limit: max_bytes },
         other => UpstreamError::InvalidReply(format!("reading the body failed: {other}")),
     }
-}
-
-/// Builds the shared awc client of one upstream actor. The overall per-request timeout is
-/// enforced by the caller (it must also cover reading a streamed body), so awc's own timeout
-/// only guards connection setup.
-pub fn build_client(connect_timeout: Duration) -> awc::Client {
-    awc::Client::builder()
-        .disable_timeout()
-        .connector(
-            awc::Connector::new()
-                .timeout(connect_timeout)
-                .conn_keep_alive(POOL_IDLE),
-        )
-        .finish()
 }
 
 /// How long an idle pooled connection is reused: shorter than the 5 s after which uvicorn,
 /// actix-web and Node close idle keep-alive connections, so the proxy drops them first (awc's
 /// default, 15 s, let a request race the upstream's close and fail with no reply).
 const POOL_IDLE: Duration = Duration::from_secs(4);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use awc::http::header::HeaderValue;
+
+    #[test]
+    fn redirects_name_only_the_location_host() {
+        let mut h = HeaderMap::new();
+        assert!(check_redirect(200, &h, "http://up:1/mcp").is_ok());
+        assert_eq!(
+            check_redirect(302, &h, "http://up:1/mcp"),
+            Err(UpstreamError::Redirect {
+                status: 302,
+                location_host: None
+            })
+        );
+        h.insert(
+            header::LOCATION,
+            HeaderValue::from_static("https://user:pw@evil.example:8443/x?token=s3cret"),
+        );
+        let e = check_redirect(307, &h, "http://up:1/mcp").unwrap_err();
+        assert_eq!(
+            e,
+            UpstreamError::Redirect {
+                status: 307,
+                location_host: Some("evil.example".into())
+            }
+        );
+        let text = e.to_string();
+        assert!(
+            !text.contains("s3cret") && !text.contains("pw") && !text.contains("/x"),
+            "{text}"
+        );
+        assert!(!e.retryable());
+        h.insert(header::LOCATION, HeaderValue::from_static("/elsewhere?k=v"));
+        assert_eq!(
+            check_redirect(308, &h, "http://up:1/mcp"),
+            Err(UpstreamError::Redirect {
+                status: 308,
+                location_host: Some("up".into())
+            })
+        );
+    }
+
+    /// A server that answers every request on a connection of its own with `reply`, then
+    /// closes; the returned counter counts the requests.
+    async fn serve(reply: String) -> (String, std::rc::Rc<Cell<usize>>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let count = std::rc::Rc::new(Cell::new(0));
+        let seen = count.clone();
+        actix_web::rt::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                seen.set(seen.get() + 1);
+                let reply = reply.clone();
+                actix_web::rt::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    // Head, then the Content-Length body.
+                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match sock.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let head = String::from_utf8_lossy(&buf).to_ascii_lowercase();
+                    let len: usize = head
+                        .split("content-length:")
+                        .nth(1)
+                        .and_then(|r| r.split("\r\n").next())
+                        .and_then(|n| n.trim().parse().ok())
+                        .unwrap_or(0);
+                    let body_start = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+                    while buf.len() < body_start + len {
+                        match sock.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let _ = sock.write_all(reply.as_bytes()).await;
+                    let _ = sock.shutdown().await;
+                });
+            }
+        });
+        (url, count)
+    }
+
+    const RESULT: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"ok":true}}"#;
+
+    async fn post_to(client: &Client, url: &str, idempotent: bool) -> Result<Reply, UpstreamError> {
+        let headers = RequestHeaders {
+            idempotent,
+            ..Default::default()
+        };
+        let body = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+        post(client, url, &headers, body, Some(&RequestId::Num(1)), 1 << 20, None).await
+    }
+
+    #[actix_web::test]
+    async fn close_delimited_replies_are_read_whole() {
+        // HTTP/1.0: awc reads to the end of the connection itself.
+        let (url, count) = serve(format!(
+            "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{RESULT}"
+        ))
+        .await;
+        let client = Client::new(Duration::from_secs(2));
+        let reply = post_to(&client, &url, false).await.unwrap();
+        assert_eq!(reply.message.unwrap()["result"]["ok"], true);
+        assert!(!client.reads_close_delimited());
+        assert_eq!(count.get(), 1);
+
+        // HTTP/1.1: awc drops the body; an idempotent request is fetched again, and from then on
+        // the upstream is read one connection per request.
+        let (url, count) = serve(format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{RESULT}"
+        ))
+        .await;
+        let client = Client::new(Duration::from_secs(2));
+        let reply = post_to(&client, &url, true).await.unwrap();
+        assert_eq!(reply.message.unwrap()["result"]["ok"], true);
+        assert!(client.reads_close_delimited());
+        assert_eq!(count.get(), 2);
+        let reply = post_to(&client, &url, false).await.unwrap();
+        assert_eq!(reply.message.unwrap()["result"]["ok"], true);
+        assert_eq!(count.get(), 3, "read directly, sent once");
+
+        // A request that must not be sent twice: a precise error, never an empty body.
+        let client = Client::new(Duration::from_secs(2));
+        let e = post_to(&client, &url, false).await.unwrap_err();
+        assert!(e.to_string().contains("neither Content-Length nor chunked"), "{e}");
+        assert_eq!(count.get(), 4);
+        assert!(post_to(&client, &url, false).await.is_ok());
+    }
+
+    #[actix_web::test]
+    async fn the_direct_reader_understands_every_framing() {
+        let sse = format!("event: message\ndata: {RESULT}\n\n");
+        let replies = [
+            format!("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: {}\r\nContent-Type: application/json\r\n\r\n{RESULT}trailing junk", RESULT.len()),
+            format!(
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/event-stream\r\n\r\n5;ext=1\r\n{}\r\n{:x}\r\n{}\r\n0\r\nX-Trailer: 1\r\n\r\n",
+                &sse[..5],
+                sse.len() - 5,
+                &sse[5..]
+            ),
+            format!("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n{sse}"),
+        ];
+        for reply in replies {
+            let (url, _) = serve(reply.clone()).await;
+            let client = Client::new(Duration::from_secs(2));
+            client.close_delimited.set(true);
+            let r = post_to(&client, &url, false).await;
+            assert_eq!(r.unwrap().message.unwrap()["result"]["ok"], true, "{reply}");
+        }
+        // Broken framing is an error, not a short body.
+        for reply in [
+            "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"a\":".to_string(),
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n".to_string(),
+            format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\n\r\n", "x".repeat(raw::MAX_HEAD_BYTES)),
+        ] {
+            let (url, _) = serve(reply.clone()).await;
+            let client = Client::new(Duration::from_secs(2));
+            client.close_delimited.set(true);
+            let e = post_to(&client, &url, false).await.unwrap_err();
+            assert!(!e.to_string().contains("empty body"), "{e}");
+        }
+    }
+
+    #[test]
+    fn only_http_1_1_replies_without_framing_lost_their_body() {
+        let none = HeaderMap::new();
+        let mut sized = HeaderMap::new();
+        sized.insert(header::CONTENT_LENGTH, HeaderValue::from_static("0"));
+        assert!(body_dropped(&Method::POST, Version::HTTP_11, 200, &none));
+        assert!(body_dropped(&Method::GET, Version::HTTP_11, 404, &none));
+        assert!(!body_dropped(&Method::POST, Version::HTTP_10, 200, &none));
+        assert!(!body_dropped(&Method::POST, Version::HTTP_11, 200, &sized));
+        assert!(!body_dropped(&Method::POST, Version::HTTP_11, 204, &none));
+        assert!(!body_dropped(&Method::HEAD, Version::HTTP_11, 200, &none));
+    }
+}

@@ -1,0 +1,644 @@
+//! Upstreams that misbehave on purpose, in front of a real proxy: hung handshakes, redirects,
+//! close-delimited replies, progress that stretches a call, and replies that try to make the
+//! proxy hold or loop on too much. The fake upstreams are raw TCP listeners so every byte on
+//! the wire (status line, framing, when the connection closes) is the test's choice.
+
+mod common;
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use actix_web::rt::net::{TcpListener, TcpStream};
+use common::*;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+// ---------------------------------------------------------------------------------------------
+// A scriptable raw HTTP/1.1 upstream
+// ---------------------------------------------------------------------------------------------
+
+/// One request as the fake upstream received it.
+#[derive(Debug, Clone)]
+struct Seen {
+    /// HTTP method.
+    verb: String,
+    headers: Vec<(String, String)>,
+    /// JSON-RPC body (`Null` when none or not JSON).
+    body: Value,
+}
+
+impl Seen {
+    /// The JSON-RPC method, or `GET`/`DELETE` for body-less requests.
+    fn rpc(&self) -> String {
+        match self.body.get("method").and_then(Value::as_str) {
+            Some(m) => m.to_string(),
+            None => self.verb.clone(),
+        }
+    }
+
+    fn id(&self) -> Value {
+        self.body.get("id").cloned().unwrap_or(Value::Null)
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What the fake does with the connection after it read a request.
+enum Part {
+    Send(Vec<u8>),
+    Sleep(Duration),
+    /// Never answer; keep the connection open.
+    Hang,
+    /// Close the connection (the end of a close-delimited body).
+    Close,
+    /// Read until the proxy closes the connection, then count it in `closed_by_proxy`.
+    AwaitProxyClose,
+}
+
+type Handler = dyn Fn(&Seen, usize) -> Vec<Part>;
+
+struct Fake {
+    url: String,
+    port: u16,
+    seen: Rc<RefCell<Vec<Seen>>>,
+    closed_by_proxy: Rc<Cell<usize>>,
+}
+
+impl Fake {
+    /// How many requests of this JSON-RPC method (or HTTP verb) arrived.
+    fn count(&self, rpc: &str) -> usize {
+        self.seen.borrow().iter().filter(|s| s.rpc() == rpc).count()
+    }
+
+    fn total(&self) -> usize {
+        self.seen.borrow().len()
+    }
+}
+
+/// Starts a fake upstream; `handler` gets each request and how many earlier requests had the
+/// same JSON-RPC method, and returns what to do.
+async fn fake(handler: impl Fn(&Seen, usize) -> Vec<Part> + 'static) -> Fake {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let closed_by_proxy = Rc::new(Cell::new(0));
+    let handler: Rc<Handler> = Rc::new(handler);
+    {
+        let seen = seen.clone();
+        let closed = closed_by_proxy.clone();
+        actix_web::rt::spawn(async move {
+            while let Ok((sock, _)) = listener.accept().await {
+                actix_web::rt::spawn(serve(sock, handler.clone(), seen.clone(), closed.clone()));
+            }
+        });
+    }
+    Fake {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        port,
+        seen,
+        closed_by_proxy,
+    }
+}
+
+async fn serve(mut sock: TcpStream, handler: Rc<Handler>, seen: Rc<RefCell<Vec<Seen>>>, closed: Rc<Cell<usize>>) {
+    let mut buf = Vec::new();
+    loop {
+        // Head.
+        let head_end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            let mut chunk = [0u8; 8192];
+            match sock.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+        buf.drain(..head_end);
+        let mut lines = head.split("\r\n");
+        let mut first = lines.next().unwrap_or("").split(' ');
+        let verb = first.next().unwrap_or("").to_string();
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect();
+        let len: usize = headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0);
+        while buf.len() < len {
+            let mut chunk = [0u8; 8192];
+            match sock.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let body: Value = serde_json::from_slice(&buf[..len]).unwrap_or(Value::Null);
+        buf.drain(..len);
+        let req = Seen { verb, headers, body };
+        let nth = seen.borrow().iter().filter(|s| s.rpc() == req.rpc()).count();
+        seen.borrow_mut().push(req.clone());
+        for part in handler(&req, nth) {
+            match part {
+                Part::Send(bytes) => {
+                    if sock.write_all(&bytes).await.is_err() {
+                        return;
+                    }
+                }
+                Part::Sleep(d) => actix_web::rt::time::sleep(d).await,
+                Part::Hang => {
+                    actix_web::rt::time::sleep(Duration::from_secs(3600)).await;
+                    return;
+                }
+                Part::Close => {
+                    let _ = sock.shutdown().await;
+                    return;
+                }
+                Part::AwaitProxyClose => {
+                    let mut chunk = [0u8; 1024];
+                    loop {
+                        match sock.read(&mut chunk).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(_) => {}
+                        }
+                    }
+                    closed.set(closed.get() + 1);
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        202 => "Accepted",
+        302 => "Found",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
+        405 => "Method Not Allowed",
+        _ => "Whatever",
+    }
+}
+
+/// A complete response with a `Content-Length`.
+fn http(status: u16, content_type: &str, extra: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 {status} {}\r\nContent-Length: {}\r\n",
+        reason(status),
+        body.len()
+    );
+    if !content_type.is_empty() {
+        out.push_str(&format!("Content-Type: {content_type}\r\n"));
+    }
+    for (k, v) in extra {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str("\r\n");
+    let mut out = out.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+fn json_reply(v: &Value) -> Vec<Part> {
+    vec![Part::Send(http(200, "application/json", &[], v.to_string().as_bytes()))]
+}
+
+fn result_of(req: &Seen, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": req.id(), "result": result})
+}
+
+fn redirect(status: u16, location: &str) -> Vec<Part> {
+    vec![Part::Send(http(status, "", &[("Location", location)], b""))]
+}
+
+/// SSE event carrying one JSON-RPC message.
+fn event(v: &Value) -> String {
+    format!("event: message\ndata: {v}\n\n")
+}
+
+/// One chunk of a chunked body.
+fn chunk(data: &[u8]) -> Vec<u8> {
+    let mut out = format!("{:x}\r\n", data.len()).into_bytes();
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
+fn sse_head_chunked() -> Vec<u8> {
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec()
+}
+
+fn init_result(list_changed: bool) -> Value {
+    json!({
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"tools": {"listChanged": list_changed}},
+        "serverInfo": {"name": "hostile", "version": "0"},
+    })
+}
+
+/// A well-behaved stateless legacy upstream with these tools (answers `tools/call` with
+/// `called <name>`).
+fn legacy(req: &Seen, tools: &[Value]) -> Vec<Part> {
+    match req.rpc().as_str() {
+        "server/discover" => json_reply(
+            &json!({"jsonrpc": "2.0", "id": req.id(), "error": {"code": -32601, "message": "Method not found"}}),
+        ),
+        "initialize" => json_reply(&result_of(req, init_result(false))),
+        "tools/list" => json_reply(&result_of(req, json!({"tools": tools}))),
+        "tools/call" => {
+            let name = req.body["params"]["name"].as_str().unwrap_or("").to_string();
+            json_reply(&result_of(
+                req,
+                json!({"content": [{"type": "text", "text": format!("called {name}")}]}),
+            ))
+        }
+        "GET" | "DELETE" => vec![Part::Send(http(405, "", &[], b""))],
+        // Notifications.
+        _ => vec![Part::Send(http(202, "", &[], b""))],
+    }
+}
+
+fn t(name: &str) -> Value {
+    json!({"name": name, "description": format!("Tool {name}."), "inputSchema": {"type": "object"}})
+}
+
+fn cfg(label: &str, url: &str, timeout: Duration) -> mcp_search_proxy::config::UpstreamConfig {
+    let mut c = upstream_config(label, url);
+    c.timeout = timeout;
+    c
+}
+
+fn report_of<'a>(refresh: &'a Value, label: &str) -> &'a Value {
+    let sc = &refresh["structuredContent"];
+    let ups = sc["upstreams"]
+        .as_array()
+        .or_else(|| sc["error"]["upstreams"].as_array())
+        .unwrap_or_else(|| panic!("no upstream reports: {refresh}"));
+    ups.iter()
+        .find(|u| u["label"] == label)
+        .unwrap_or_else(|| panic!("no report for {label}: {refresh}"))
+}
+
+fn error_message(r: &Value) -> String {
+    r["structuredContent"]["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not an error result: {r}"))
+        .to_string()
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4: a hung handshake never wedges the upstream
+// ---------------------------------------------------------------------------------------------
+
+#[actix_web::test]
+async fn a_hung_handshake_does_not_block_the_next_one() {
+    let tools = vec![t("h-one")];
+    let a = fake(move |req, nth| match req.rpc().as_str() {
+        // The first `initialize` is never answered (its connection stays open).
+        "initialize" if nth == 0 => vec![Part::Hang],
+        _ => legacy(req, &tools),
+    })
+    .await;
+    let p = start_proxy(vec![cfg("h", &a.url, Duration::from_secs(1))], catalog_config(None)).await;
+    // The startup handshake hung and timed out; a refresh after it handshakes again.
+    let started = Instant::now();
+    let r = call(&p.url, "mcp_refresh", json!({})).await;
+    let h = report_of(&r, "h");
+    assert_eq!(h["ok"], true, "{r}");
+    assert_eq!(h["tools"], 1, "{r}");
+    assert!(a.count("initialize") >= 2, "handshakes reach the upstream again");
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    assert_eq!(
+        mcp_call(&p.url, "h-one", json!({})).await["content"][0]["text"],
+        "called h-one"
+    );
+    p.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5: redirects are never followed
+// ---------------------------------------------------------------------------------------------
+
+#[actix_web::test]
+async fn a_redirected_call_is_not_replayed_elsewhere() {
+    let b = fake(|req, _| legacy(req, &[t("r-one")])).await;
+    let elsewhere = format!("http://127.0.0.1:{}/mcp?key=s3cr3t-token", b.port);
+    let a = fake(move |req, _| match req.rpc().as_str() {
+        "tools/call" => redirect(307, &elsewhere),
+        _ => legacy(req, &[t("r-one")]),
+    })
+    .await;
+    let p = start_proxy(vec![cfg("r", &a.url, Duration::from_secs(2))], catalog_config(None)).await;
+    let r = mcp_call(&p.url, "r-one", json!({"secret": "x"})).await;
+    assert_eq!(r["isError"], true, "{r}");
+    let msg = error_message(&r);
+    assert!(msg.contains("307"), "{msg}");
+    assert!(msg.contains("127.0.0.1"), "names the Location host: {msg}");
+    assert!(
+        !msg.contains("s3cr3t") && !msg.contains("key="),
+        "never the full URL: {msg}"
+    );
+    assert!(msg.contains("final URL"), "{msg}");
+    assert_eq!(r["structuredContent"]["error"]["retryable"], false, "{r}");
+    assert_eq!(a.count("tools/call"), 1);
+    assert_eq!(b.total(), 0, "the redirect target received nothing");
+    p.stop().await;
+}
+
+#[actix_web::test]
+async fn a_redirected_listing_does_not_replace_the_catalog() {
+    let b = fake(|req, _| legacy(req, &[t("b-evil")])).await;
+    let elsewhere = format!("http://127.0.0.1:{}/mcp", b.port);
+    let a = fake(move |req, nth| match req.rpc().as_str() {
+        "tools/list" if nth > 0 => redirect(302, &elsewhere),
+        _ => legacy(req, &[t("a-one")]),
+    })
+    .await;
+    let c = fake(|req, _| legacy(req, &[t("c-one")])).await;
+    let p = start_proxy(
+        vec![
+            cfg("a", &a.url, Duration::from_secs(2)),
+            cfg("c", &c.url, Duration::from_secs(2)),
+        ],
+        catalog_config(None),
+    )
+    .await;
+    let r = call(&p.url, "mcp_refresh", json!({})).await;
+    let ra = report_of(&r, "a");
+    assert_eq!(ra["ok"], false, "{r}");
+    assert_eq!(ra["stale"], true, "{r}");
+    assert_eq!(ra["tools"], 1, "the old tools are kept: {r}");
+    assert!(ra["error"].as_str().unwrap().contains("302"), "{r}");
+    assert_eq!(b.total(), 0, "the redirect target received nothing");
+    let d = call(&p.url, "mcp_describe", json!({"names": ["a-one", "b-evil"]})).await;
+    assert_eq!(d["structuredContent"]["not_found"], json!(["b-evil"]), "{d}");
+    p.stop().await;
+}
+
+#[actix_web::test]
+async fn a_redirect_loop_costs_one_request() {
+    let a = fake(move |req, _| match req.rpc().as_str() {
+        "tools/call" => redirect(308, "/mcp"),
+        _ => legacy(req, &[t("l-one")]),
+    })
+    .await;
+    let p = start_proxy(vec![cfg("l", &a.url, Duration::from_secs(2))], catalog_config(None)).await;
+    let r = mcp_call(&p.url, "l-one", json!({})).await;
+    assert_eq!(r["isError"], true, "{r}");
+    let msg = error_message(&r);
+    assert!(msg.contains("308"), "{msg}");
+    assert_eq!(a.count("tools/call"), 1, "one request, no loop");
+    assert_eq!(a.count("GET"), 0);
+    p.stop().await;
+}
+
+#[actix_web::test]
+async fn a_redirected_stream_resumption_is_not_followed() {
+    let b = fake(|req, _| legacy(req, &[t("s-one")])).await;
+    let elsewhere = format!("http://127.0.0.1:{}/mcp", b.port);
+    let a = fake(move |req, _| match req.rpc().as_str() {
+        // The call's stream closes before its response, asking to resume (SEP-1699) ...
+        "tools/call" => {
+            let mut body = sse_head_chunked();
+            body.extend(chunk(b"id: ev-1\nretry: 50\ndata:\n\n"));
+            body.extend(chunk(b""));
+            vec![Part::Send(body)]
+        }
+        // ... and the resumption GET is redirected.
+        "GET" if req.header("last-event-id").is_some() => redirect(307, &elsewhere),
+        _ => legacy(req, &[t("s-one")]),
+    })
+    .await;
+    let p = start_proxy(vec![cfg("s", &a.url, Duration::from_secs(2))], catalog_config(None)).await;
+    let r = mcp_call(&p.url, "s-one", json!({})).await;
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(error_message(&r).contains("307"), "{r}");
+    assert_eq!(b.total(), 0, "the redirect target received nothing");
+    p.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8b: close-delimited replies
+// ---------------------------------------------------------------------------------------------
+
+/// Every reply without `Content-Length` or chunking: the body ends when the connection closes.
+fn close_delimited(version: &'static str, sse: bool) -> impl Fn(&Seen, usize) -> Vec<Part> {
+    move |req, _| {
+        let tools = [t("cd-one")];
+        let message = match req.rpc().as_str() {
+            "server/discover" => Some(
+                json!({"jsonrpc": "2.0", "id": req.id(), "error": {"code": -32601, "message": "Method not found"}}),
+            ),
+            "initialize" => Some(result_of(req, init_result(false))),
+            "tools/list" => Some(result_of(req, json!({"tools": tools}))),
+            "tools/call" => Some(result_of(
+                req,
+                json!({"content": [{"type": "text", "text": "close-delimited works"}]}),
+            )),
+            "GET" | "DELETE" => {
+                return vec![
+                    Part::Send(format!("{version} 405 Method Not Allowed\r\n\r\n").into_bytes()),
+                    Part::Close,
+                ]
+            }
+            _ => None,
+        };
+        let Some(message) = message else {
+            return vec![
+                Part::Send(format!("{version} 202 Accepted\r\n\r\n").into_bytes()),
+                Part::Close,
+            ];
+        };
+        let (ct, body) = if sse {
+            ("text/event-stream", event(&message))
+        } else {
+            ("application/json", message.to_string())
+        };
+        // The head and the body in separate writes, the body itself in two.
+        let (first, second) = body.split_at(body.len() / 2);
+        vec![
+            Part::Send(format!("{version} 200 OK\r\nContent-Type: {ct}\r\n\r\n").into_bytes()),
+            Part::Sleep(Duration::from_millis(5)),
+            Part::Send(first.as_bytes().to_vec()),
+            Part::Sleep(Duration::from_millis(5)),
+            Part::Send(second.as_bytes().to_vec()),
+            Part::Close,
+        ]
+    }
+}
+
+async fn close_delimited_round(version: &'static str, sse: bool) {
+    let a = fake(close_delimited(version, sse)).await;
+    let p = start_proxy(vec![cfg("cd", &a.url, Duration::from_secs(2))], catalog_config(None)).await;
+    let r = call(&p.url, "mcp_refresh", json!({})).await;
+    let cd = report_of(&r, "cd");
+    assert_eq!(cd["ok"], true, "{version} sse={sse}: {r}");
+    assert_eq!(cd["tools"], 1, "{version} sse={sse}: {r}");
+    let r = mcp_call(&p.url, "cd-one", json!({})).await;
+    assert_eq!(
+        r["content"][0]["text"], "close-delimited works",
+        "{version} sse={sse}: {r}"
+    );
+    assert_eq!(a.count("tools/call"), 1, "{version} sse={sse}: a call is sent once");
+    p.stop().await;
+}
+
+#[actix_web::test]
+async fn close_delimited_json_replies_are_read() {
+    close_delimited_round("HTTP/1.1", false).await;
+    close_delimited_round("HTTP/1.0", false).await;
+}
+
+#[actix_web::test]
+async fn close_delimited_sse_replies_are_read() {
+    close_delimited_round("HTTP/1.1", true).await;
+    close_delimited_round("HTTP/1.0", true).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 10b: timeouts state the real elapsed time
+// ---------------------------------------------------------------------------------------------
+
+#[actix_web::test]
+async fn a_progress_extended_timeout_states_the_real_elapsed_time() {
+    let a = fake(|req, _| match req.rpc().as_str() {
+        // Progress every 0.4 s for 2 s, then silence: the 1 s timeout ends the call at ~3 s.
+        "tools/call" => {
+            let mut parts = vec![Part::Send(sse_head_chunked())];
+            for i in 1..=5 {
+                parts.push(Part::Sleep(Duration::from_millis(400)));
+                let note = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "p", "progress": i}});
+                parts.push(Part::Send(chunk(event(&note).as_bytes())));
+            }
+            parts.push(Part::Hang);
+            parts
+        }
+        _ => legacy(req, &[t("p-slow")]),
+    })
+    .await;
+    let p = start_proxy(vec![cfg("p", &a.url, Duration::from_secs(1))], catalog_config(None)).await;
+    let started = Instant::now();
+    let r = mcp_call(&p.url, "p-slow", json!({})).await;
+    let took = started.elapsed().as_secs_f64();
+    assert_eq!(r["isError"], true, "{r}");
+    let msg = error_message(&r);
+    let stated: f64 = msg
+        .split("timed out after ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no elapsed time in {msg}"));
+    assert!(took >= 2.8, "the progress kept the call alive: {took}");
+    assert!((stated - took).abs() < 0.6, "stated {stated} s, took {took} s: {msg}");
+    p.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bounds: what an upstream can make the proxy hold or loop on
+// ---------------------------------------------------------------------------------------------
+
+async fn failed_listing(a: &Fake) -> (Value, String) {
+    let p = start_proxy(vec![cfg("x", &a.url, Duration::from_secs(5))], catalog_config(None)).await;
+    let r = call(&p.url, "mcp_refresh", json!({})).await;
+    let x = report_of(&r, "x").clone();
+    p.stop().await;
+    assert_eq!(x["ok"], false, "{r}");
+    let e = x["error"].as_str().unwrap_or_default().to_string();
+    (x, e)
+}
+
+#[actix_web::test]
+async fn an_overlong_cursor_is_refused() {
+    let a = fake(|req, _| match req.rpc().as_str() {
+        "tools/list" if req.body["params"]["cursor"].is_null() => json_reply(&result_of(
+            req,
+            json!({"tools": [t("c-one")], "nextCursor": "c".repeat(100_000)}),
+        )),
+        "tools/list" => json_reply(&result_of(req, json!({"tools": [t("c-two")]}))),
+        _ => legacy(req, &[]),
+    })
+    .await;
+    let (_, e) = failed_listing(&a).await;
+    assert!(e.contains("nextCursor") && e.contains("4096"), "{e}");
+    assert_eq!(a.count("tools/list"), 2, "one page, twice (startup and refresh)");
+}
+
+#[actix_web::test]
+async fn a_listing_of_too_many_tools_is_refused() {
+    // Pages of 10,000 tools, six pages: 60,000 in all.
+    let a = fake(|req, _| match req.rpc().as_str() {
+        "tools/list" => {
+            let page: usize = req.body["params"]["cursor"]
+                .as_str()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0);
+            let tools: Vec<Value> = (0..10_000).map(|i| json!({"name": format!("t{page}-{i}")})).collect();
+            let mut result = json!({"tools": tools});
+            if page < 5 {
+                result["nextCursor"] = json!((page + 1).to_string());
+            }
+            json_reply(&result_of(req, result))
+        }
+        _ => legacy(req, &[]),
+    })
+    .await;
+    let (_, e) = failed_listing(&a).await;
+    assert!(e.contains("50000 tools"), "{e}");
+}
+
+#[actix_web::test]
+async fn an_overlong_session_id_is_refused() {
+    let sid = "s".repeat(5000);
+    let a = fake(move |req, _| match req.rpc().as_str() {
+        "initialize" => vec![Part::Send(http(
+            200,
+            "application/json",
+            &[("Mcp-Session-Id", &sid)],
+            result_of(req, init_result(false)).to_string().as_bytes(),
+        ))],
+        _ => legacy(req, &[t("s-one")]),
+    })
+    .await;
+    let (_, e) = failed_listing(&a).await;
+    assert!(e.contains("Mcp-Session-Id") && e.contains("1024"), "{e}");
+    assert_eq!(a.count("tools/list"), 0);
+}
+
+#[actix_web::test]
+async fn an_endless_line_on_the_list_change_stream_is_cut_off() {
+    let a = fake(|req, _| match req.rpc().as_str() {
+        "initialize" => json_reply(&result_of(req, init_result(true))),
+        // The standalone stream: 2 MiB without a line break (the cap is 1 MiB), then nothing.
+        "GET" => {
+            let mut body = sse_head_chunked();
+            for _ in 0..32 {
+                body.extend(chunk(&[b'x'; 64 * 1024]));
+            }
+            vec![Part::Send(body), Part::AwaitProxyClose]
+        }
+        _ => legacy(req, &[t("e-one")]),
+    })
+    .await;
+    let p = start_proxy(vec![cfg("e", &a.url, Duration::from_secs(2))], catalog_config(None)).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while a.closed_by_proxy.get() == 0 && Instant::now() < deadline {
+        actix_web::rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(a.closed_by_proxy.get() >= 1, "the proxy kept reading an endless line");
+    // The upstream still serves.
+    assert_eq!(
+        mcp_call(&p.url, "e-one", json!({})).await["content"][0]["text"],
+        "called e-one"
+    );
+    p.stop().await;
+}
