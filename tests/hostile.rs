@@ -434,6 +434,12 @@ async fn calls_running_at_the_end_of_the_grace_period_get_an_error() {
         "{body}"
     );
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    // The upstream was told (reason: the proxy is shutting down, not the client).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while a.control.stats().cancelled_notifications == 0 && Instant::now() < deadline {
+        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(a.control.stats().cancelled_notifications, 1);
     p.proxy.stop();
 }
 

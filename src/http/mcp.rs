@@ -37,6 +37,7 @@ use tokio::sync::mpsc;
 
 use proxy_actors::mcp::jsonrpc::{self, Incoming, Request, RequestId, RpcError};
 use proxy_actors::mcp::{modern, sse, version};
+use proxy_actors::upstream::{cancel_pair, CancelHandle, CancelReason};
 
 use super::{sessions, tools, AppState, HttpSettings};
 
@@ -164,7 +165,13 @@ pub async fn post(req: HttpRequest, payload: web::Payload, state: web::Data<AppS
         return stream_call(state, request, era, client);
     }
     let started = std::time::Instant::now();
-    let (tx, _rx) = mpsc::unbounded_channel();
+    // Dropping `cancel` (this handler ends, or is dropped because the client left) cancels
+    // an upstream call still running; `until_cut` cancels it for the shutdown.
+    let (cancel, token) = cancel_pair();
+    let relay = tools::Relay {
+        events: None,
+        cancel: Some(token),
+    };
     let outcome = match (&session, request.method.as_str()) {
         // A legacy client may cancel its own call with notifications/cancelled.
         (Some(sid), "tools/call") => {
@@ -172,7 +179,7 @@ pub async fn post(req: HttpRequest, payload: web::Payload, state: web::Data<AppS
             // table (two messages to another thread) only when it is still running after
             // `TRACK_AFTER`; a cancel that comes earlier is held by the table and applied when
             // the call joins.
-            let call = until_cut(&state, dispatch(&state, &request, era, tx));
+            let call = until_cut(&state, &cancel, dispatch(&state, &request, era, relay));
             tokio::pin!(call);
             tokio::select! {
                 r = &mut call => r,
@@ -196,7 +203,7 @@ pub async fn post(req: HttpRequest, payload: web::Payload, state: web::Data<AppS
                 }
             }
         }
-        _ => until_cut(&state, dispatch(&state, &request, era, tx)).await,
+        _ => until_cut(&state, &cancel, dispatch(&state, &request, era, relay)).await,
     };
     log_request(&request, &outcome, started.elapsed(), client.as_deref());
     let mut resp = match outcome {
@@ -220,14 +227,18 @@ const REQUEST_CANCELLED: i64 = -32800;
 /// upstream call in it is cancelled) and answered with an error that says why.
 async fn until_cut(
     state: &AppState,
+    cancel: &CancelHandle,
     work: impl std::future::Future<Output = Result<Value, Failure>>,
 ) -> Result<Value, Failure> {
     tokio::select! {
         r = work => r,
-        _ = state.cut() => Err(Failure::Rpc(RpcError::new(
-            jsonrpc::INTERNAL_ERROR,
-            "The proxy is shutting down and stopped this request at the end of its grace period; the upstream call was cancelled. Retry against a running instance.",
-        ))),
+        _ = state.cut() => {
+            cancel.cancel(CancelReason::ShuttingDown);
+            Err(Failure::Rpc(RpcError::new(
+                jsonrpc::INTERNAL_ERROR,
+                "The proxy is shutting down and stopped this request at the end of its grace period; the upstream call was cancelled. Retry against a running instance.",
+            )))
+        }
     }
 }
 
@@ -282,14 +293,9 @@ impl From<RpcError> for Failure {
     }
 }
 
-/// Runs one request. `events` receives the notifications (progress) that precede the result;
-/// dropping its receiver cancels an upstream call in flight.
-async fn dispatch(
-    state: &AppState,
-    req: &Request,
-    era: Era,
-    events: mpsc::UnboundedSender<Value>,
-) -> Result<Value, Failure> {
+/// Runs one request. `relay` receives the notifications (progress) that precede the result
+/// and carries the token that cancels an upstream call in flight.
+async fn dispatch(state: &AppState, req: &Request, era: Era, relay: tools::Relay) -> Result<Value, Failure> {
     let snapshot = || async { state.snapshot() };
     match (era, req.method.as_str()) {
         (Era::Legacy, "initialize") => {
@@ -340,7 +346,7 @@ async fn dispatch(
                 .ok_or_else(|| RpcError::new(jsonrpc::INVALID_PARAMS, "tools/call needs params.name"))?;
             let args = params.get("arguments").cloned().unwrap_or(Value::Null);
             let meta = params.get("_meta").cloned();
-            match tools::call(state, name, args, meta, Some(events)).await {
+            match tools::call(state, name, args, meta, relay).await {
                 Some(result) if era == Era::Modern => Ok(modern_result(result)),
                 Some(result) => Ok(result),
                 None => Err(Failure::Rpc(RpcError::new(
@@ -385,7 +391,13 @@ fn stream_call(state: web::Data<AppState>, request: Request, era: Era, client: O
     let id = request.id.clone();
     let call = Box::pin(async move {
         let started = std::time::Instant::now();
-        let outcome = until_cut(&state, dispatch(&state, &request, era, tx)).await;
+        // Dropping the stream (the client left) drops `cancel`, which cancels the call.
+        let (cancel, token) = cancel_pair();
+        let relay = tools::Relay {
+            events: Some(tx),
+            cancel: Some(token),
+        };
+        let outcome = until_cut(&state, &cancel, dispatch(&state, &request, era, relay)).await;
         log_request(&request, &outcome, started.elapsed(), client.as_deref());
         match outcome {
             Ok(result) => jsonrpc::result_response(&request.id, result),

@@ -15,7 +15,7 @@ use proxy_actors::catalog::resolve::{resolve, suggest, Resolution};
 use proxy_actors::catalog::snapshot::clip;
 use proxy_actors::catalog::{Refresh, RefreshReason, Snapshot};
 use proxy_actors::model::CatalogTool;
-use proxy_actors::upstream::{CallTool, UpstreamError};
+use proxy_actors::upstream::{CallTool, CancelToken, UpstreamError};
 
 use super::AppState;
 
@@ -102,15 +102,9 @@ pub fn usage_error(message: impl Into<String>) -> Value {
 
 /// Dispatches a `tools/call` of one of the four tools. `None` = not one of ours.
 ///
-/// `events` receives the upstream's notifications (progress) for `mcp_call`; dropping its
-/// receiver cancels the upstream call.
-pub async fn call(
-    state: &AppState,
-    name: &str,
-    args: Value,
-    meta: Option<Value>,
-    events: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
-) -> Option<Value> {
+/// `relay` carries the upstream's notifications (progress) of an `mcp_call` and the token
+/// that cancels it.
+pub async fn call(state: &AppState, name: &str, args: Value, meta: Option<Value>, relay: Relay) -> Option<Value> {
     let args = match args {
         Value::Null => Map::new(),
         Value::Object(m) => m,
@@ -125,7 +119,7 @@ pub async fn call(
             let snap = snapshot(state).await;
             describe(&snap, &args)
         }
-        CALL => call_upstream(state, &args, meta, events).await,
+        CALL => call_upstream(state, &args, meta, relay).await,
         REFRESH => refresh(state).await,
         other => {
             // A pinned upstream tool, called natively.
@@ -136,9 +130,18 @@ pub async fn call(
             let mut call_args = Map::new();
             call_args.insert("name".into(), Value::from(other));
             call_args.insert("arguments".into(), Value::Object(args));
-            call_upstream(state, &call_args, meta, events).await
+            call_upstream(state, &call_args, meta, relay).await
         }
     })
+}
+
+/// What a relayed call carries besides its arguments.
+#[derive(Default)]
+pub struct Relay {
+    /// Receives the upstream's notifications (progress) that precede the result.
+    pub events: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
+    /// Cancels the upstream call (its handle is the HTTP request's).
+    pub cancel: Option<CancelToken>,
 }
 
 /// The `tools/list` result: the four tools, then the pinned upstream tools (by name).
@@ -482,12 +485,7 @@ fn unknown_tool(snap: &Snapshot, name: &str) -> Value {
     )
 }
 
-async fn call_upstream(
-    state: &AppState,
-    args: &Map<String, Value>,
-    meta: Option<Value>,
-    events: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
-) -> Value {
+async fn call_upstream(state: &AppState, args: &Map<String, Value>, meta: Option<Value>, relay: Relay) -> Value {
     let name = match args.get("name") {
         Some(Value::String(n)) if !n.trim().is_empty() => n.trim().to_string(),
         _ => return usage_error("missing required argument `name` (the exact tool name from mcp_search)"),
@@ -536,7 +534,8 @@ async fn call_upstream(
             arguments,
             input_schema,
             meta: proxy_actors::mcp::modern::passthrough_meta(meta.as_ref()),
-            notifications: events,
+            notifications: relay.events,
+            cancel: relay.cancel,
         })
         .await
         .unwrap_or(Err(UpstreamError::Unavailable));

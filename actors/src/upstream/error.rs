@@ -26,8 +26,9 @@ pub enum UpstreamError {
     TooLarge { limit: usize },
     /// The proxy's own actor for this upstream is gone (shutting down).
     Unavailable,
-    /// The client went away; the upstream call was abandoned and cancelled.
-    Cancelled,
+    /// The call was abandoned and cancelled upstream (its client went away, or the proxy is
+    /// shutting down).
+    Cancelled(super::CancelReason),
 }
 
 impl UpstreamError {
@@ -37,7 +38,7 @@ impl UpstreamError {
             UpstreamError::Timeout { .. }
             | UpstreamError::Connect(_)
             | UpstreamError::Unavailable
-            | UpstreamError::Cancelled => true,
+            | UpstreamError::Cancelled(_) => true,
             UpstreamError::Http { status, .. } => *status >= 500 || *status == 429 || *status == 408,
             UpstreamError::Rpc(_)
             | UpstreamError::InvalidReply(_)
@@ -75,7 +76,12 @@ impl UpstreamError {
                 "ask for less data (filters, paging, smaller ranges); retrying unchanged will fail again"
             }
             UpstreamError::Unavailable => "the proxy is shutting down; retry against a running instance",
-            UpstreamError::Cancelled => "the call was cancelled because the client went away",
+            UpstreamError::Cancelled(super::CancelReason::ClientGone) => {
+                "the call was cancelled because the client went away"
+            }
+            UpstreamError::Cancelled(super::CancelReason::ShuttingDown) => {
+                "the proxy is shutting down; retry against a running instance"
+            }
         }
     }
 }
@@ -109,7 +115,7 @@ impl std::fmt::Display for UpstreamError {
             UpstreamError::InvalidReply(e) => write!(f, "invalid reply: {e}"),
             UpstreamError::TooLarge { limit } => write!(f, "reply larger than the {limit}-byte cap"),
             UpstreamError::Unavailable => write!(f, "upstream actor unavailable"),
-            UpstreamError::Cancelled => write!(f, "cancelled"),
+            UpstreamError::Cancelled(r) => write!(f, "cancelled ({})", r.message()),
         }
     }
 }

@@ -48,6 +48,7 @@
 //! boundary, with a note saying so; an upstream's error message is repeated (in errors, logs
 //! and to the model) up to 1000 characters.
 
+pub mod cancel;
 pub mod error;
 mod raw;
 pub mod transport;
@@ -62,6 +63,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+pub use cancel::{cancel_pair, CancelHandle, CancelReason, CancelToken};
 pub use error::UpstreamError;
 use transport::{NotificationSink, RequestHeaders};
 
@@ -138,9 +140,10 @@ pub struct CallTool {
     pub input_schema: Arc<Value>,
     /// Client `_meta` to pass on (e.g. `progressToken`), reserved keys already removed.
     pub meta: Map<String, Value>,
-    /// Where `notifications/*` that precede the result are forwarded. Dropping the receiver
-    /// cancels the call.
+    /// Where `notifications/*` that precede the result are forwarded.
     pub notifications: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
+    /// Abandons the call when its handle cancels it or is dropped (see [`cancel`]).
+    pub cancel: Option<CancelToken>,
 }
 
 /// Current session facts, for logs and tests (never contains the session id itself).
@@ -712,17 +715,18 @@ impl Connection {
             received: None,
         };
         let call = self.request("tools/call", Some(params), opts);
+        let mut token = msg.cancel.clone();
         let cancelled = async {
-            match &msg.notifications {
-                Some(tx) => tx.closed().await,
+            match token.as_mut() {
+                Some(t) => t.cancelled().await,
                 None => std::future::pending().await,
             }
         };
         let outcome = tokio::select! {
             r = self.with_progress_timeout(call, &last_activity) => r,
-            _ = cancelled => {
-                self.cancel_upstream(current_id.get()).await;
-                return Err(UpstreamError::Cancelled);
+            reason = cancelled => {
+                self.cancel_upstream(current_id.get(), reason).await;
+                return Err(UpstreamError::Cancelled(reason));
             }
         };
         let result = outcome?;
@@ -759,15 +763,15 @@ impl Connection {
 
     /// A legacy upstream is told the request is cancelled (the modern era's cancellation is
     /// the closed stream itself, already done by dropping the request).
-    async fn cancel_upstream(&self, id: Option<i64>) {
+    async fn cancel_upstream(&self, id: Option<i64>, reason: CancelReason) {
         let era = self.session.borrow().era;
-        log::info!(upstream = self.spec.label.as_str(), era = era.map(Era::as_str).unwrap_or("unknown"); "upstream call cancelled by the client");
+        log::info!(upstream = self.spec.label.as_str(), era = era.map(Era::as_str).unwrap_or("unknown"), reason = reason.as_str(); "upstream call cancelled");
         let (Some(Era::Legacy), Some(id)) = (era, id) else {
             return;
         };
         let note = jsonrpc::notification(
             "notifications/cancelled",
-            Some(json!({"requestId": id, "reason": "the client went away"})),
+            Some(json!({"requestId": id, "reason": reason.message()})),
         );
         self.post_in_session(&note, Duration::from_secs(2)).await;
     }
