@@ -3,7 +3,7 @@
 
 use super::aliases::{self, AliasMatch};
 use super::analyzer::{self, is_stop_word, QueryWord};
-use super::{names, pair_key, Index, PARAMS};
+use super::{clip_query, names, pair_key, Index, MAX_AFFIX_TERM_CHARS, MAX_QUERY_WORDS, MAX_TYPO_WORD_CHARS, PARAMS};
 
 /// One query word, analysed: the index terms it may match and how much each counts.
 #[derive(Debug, Clone)]
@@ -58,10 +58,15 @@ pub(super) struct Prepared {
 }
 
 impl Index {
+    /// Analyses the first [`super::MAX_QUERY_CHARS`] characters and [`MAX_QUERY_WORDS`] words
+    /// of `query`: bounded work whatever the caller passes.
     pub(super) fn prepare(&self, query: &str) -> Prepared {
         let p = &PARAMS;
+        let query = clip_query(query);
         let mut groups: Vec<Group> = Vec::new();
-        let words = self.glue_camel_case(analyzer::query_words(query));
+        let mut words = analyzer::query_words(query);
+        words.truncate(MAX_QUERY_WORDS);
+        let words = self.glue_camel_case(words);
         let content: Vec<&QueryWord> = words.iter().filter(|w| !is_stop_word(&w.text)).collect();
         // A query of only stop words ("all", "me") still means something: keep them.
         let chosen: Vec<&QueryWord> = if content.is_empty() {
@@ -110,7 +115,8 @@ impl Index {
                 }
             }
             let stem_len = stem.chars().count();
-            if stem_len >= 4 {
+            // affix keys are shorter than their terms, none of which is longer than the cap
+            if (4..MAX_AFFIX_TERM_CHARS).contains(&stem_len) {
                 {
                     for &t in self.affixes.get(stem.as_str()) {
                         // a word more common than the source name is a word, not that source
@@ -131,7 +137,7 @@ impl Index {
                     }
                 }
             }
-            if known.is_none() && w.chars().count() >= 5 {
+            if known.is_none() && (5..=MAX_TYPO_WORD_CHARS).contains(&w.chars().count()) {
                 for t in self.typo_terms(w) {
                     push(&mut exps, t, p.typo_weight, ExpansionKind::Typo);
                 }
@@ -244,7 +250,8 @@ impl Index {
 
     /// Name-field terms one edit away from an unknown query word: a deletion of the query is
     /// a surface word (extra character), the query is a deletion of a surface word (missing
-    /// character), or both share a deletion (substitution, transposition).
+    /// character), or both share a deletion (substitution, transposition). `w` has at most
+    /// [`MAX_TYPO_WORD_CHARS`] characters (its deletions cost the square of its length).
     fn typo_terms(&self, w: &str) -> Vec<u32> {
         let mut out: Vec<u32> = Vec::new();
         let mut consider = |sid: u32| {
