@@ -76,7 +76,10 @@ impl Decoder {
     /// Ends the stream: a final event without its blank line is still dispatched.
     pub fn finish(&mut self) -> Option<Event> {
         if !self.buf.is_empty() {
-            let line = String::from_utf8_lossy(&self.buf).into_owned();
+            // the buffer holds no line break but perhaps a CR that waited for an LF: at the end
+            // of the stream, that CR ends the line
+            let end = self.buf.len() - usize::from(self.buf.ends_with(b"\r"));
+            let line = String::from_utf8_lossy(&self.buf[..end]).into_owned();
             self.buf.clear();
             self.scanned = 0;
             if let Some(ev) = self.line(&line) {
@@ -196,6 +199,16 @@ mod tests {
         let mut d = Decoder::new();
         assert!(d.feed(b"data: {}").is_empty());
         assert_eq!(d.finish().map(|e| e.data), Some("{}".to_string()));
+    }
+
+    #[test]
+    fn finish_reads_a_last_cr_as_a_line_break() {
+        let mut d = Decoder::new();
+        assert!(d.feed(b"data: x\r").is_empty());
+        assert_eq!(d.finish().map(|e| e.data), Some("x".to_string()));
+        let mut d = Decoder::new();
+        assert!(d.feed(b"\r").is_empty());
+        assert_eq!(d.finish(), None, "a blank line, not an event");
     }
 
     #[test]
