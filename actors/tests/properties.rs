@@ -646,3 +646,48 @@ fn build_with_a_huge_name_and_description_in_bounded_time() {
     let took = start.elapsed();
     assert!(took < Duration::from_secs(10), "took {took:?}");
 }
+
+/// `n` distinct letters beyond ASCII (one per tool: names that differ in one character).
+fn letters(n: usize) -> Vec<char> {
+    ('\u{4e0}'..)
+        .filter(|c| c.is_alphabetic() && !c.is_uppercase())
+        .take(n)
+        .collect()
+}
+
+#[test]
+fn many_look_alike_names_build_and_search_in_bounded_time() {
+    // 20,000 names that share a compact form (`abcd_e`, `ab-cd_e`...), an affix (`abcdX`:
+    // prefix `abcd`) and a deletion (`abcdX` → `abcd`): per-key lists 20,000 long, which
+    // once meant a linear scan per insertion, per expansion and per name slot
+    const N: usize = 20_000;
+    let mut tools = Vec::new();
+    for (i, c) in letters(N).into_iter().enumerate() {
+        let seps: String = format!("{:b}", i)
+            .chars()
+            .map(|b| if b == '1' { '_' } else { '-' })
+            .collect();
+        tools.push(tool(&format!("srv-abcd{c}"), None, "look alike", &[]).unwrap());
+        tools.push(tool(&format!("q{seps}uvwxyz"), None, "same compact name", &[]).unwrap());
+    }
+    let upstream = UpstreamState {
+        label: "up".into(),
+        tools,
+        ..Default::default()
+    };
+    let start = Instant::now();
+    let snap = Snapshot::build(vec![upstream], 1, &Policy::default());
+    let built = start.elapsed();
+    let start = Instant::now();
+    for q in ["abcd", "abcdz", "abcd look", "quvwxyz", "q_uvwxyz", "q_uvwxyy"] {
+        let hits = snap.index.search(q, 10);
+        assert!(hits.len() <= 10);
+        assert!(!hits.is_empty(), "{q}");
+    }
+    let searched = start.elapsed();
+    eprintln!("build {built:?}, 6 searches {searched:?}");
+    // before: 3.8 s; now 1.6 s (debug), twice that for twice the tools
+    assert!(built < Duration::from_secs(20), "build took {built:?}");
+    // before: 3.9 s (a linear scan per name slot and per expansion); now ~0.1 s
+    assert!(searched < Duration::from_millis(1500), "searches took {searched:?}");
+}

@@ -278,7 +278,8 @@ fn name_tables(tools: &[CatalogTool]) -> (StrTable, StrTable) {
         let part = names::compact(tool_part(&ct.tool.name, &ct.source));
         for key in [full, part] {
             let v = compact_names.entry(key).or_default();
-            if !v.contains(&d) {
+            // tools come in order: only this one can be there twice (its two keys equal)
+            if v.last() != Some(&d) {
                 v.push(d);
             }
         }
@@ -301,7 +302,9 @@ fn affix_table(term_texts: &[String], name_vocab: &[bool]) -> StrTable {
         for l in 4.max(len.div_ceil(2))..len {
             for key in [&chars[..l], &chars[len - l..]] {
                 let v = affixes.entry(key.iter().collect()).or_default();
-                if !v.contains(&(id as u32)) {
+                // terms come in order: only this one can be there twice (a prefix that is
+                // also a suffix)
+                if v.last() != Some(&(id as u32)) {
                     v.push(id as u32);
                 }
             }
