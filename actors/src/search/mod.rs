@@ -109,25 +109,28 @@
 //! input, and a search costs at most a fixed amount whatever its query:
 //! - [`Index::search`] (and `search_many`, `explain`) analyses at most [`MAX_QUERY_CHARS`]
 //!   characters of a query (cut at a character boundary) and at most [`MAX_QUERY_WORDS`] of
-//!   its words; the rest is ignored. The HTTP layer rejects longer queries with the same
-//!   constant; the cut here holds for every other caller (`mcp_describe` and `mcp_call` search
-//!   an unknown tool name for suggestions).
+//!   its words; the rest is ignored. `MAX_QUERY_CHARS` is exported for the HTTP layer to
+//!   reject longer queries outright; the cut here holds for every caller (`mcp_describe` and
+//!   `mcp_call` also search, for an unknown tool name's suggestions).
 //! - Typo matching builds every one-character deletion of a word: quadratic in its length
 //!   (a 60,000-character word cost 3.4 GiB). Words longer than [`MAX_TYPO_WORD_CHARS`] get
 //!   none, in a query and in the index alike (no deletion keys are built for them).
 //! - Name affixes are quadratic in a term's length too: terms longer than
 //!   [`MAX_AFFIX_TERM_CHARS`] get no prefix/suffix keys, and a longer query word looks none up.
-//!
 //! - Only a tool's first [`MAX_LABEL_WORDS`] name, source and title words feed those two
 //!   tables (all its words are indexed), so a tool with a megabyte-long name or title costs
 //!   what one with a megabyte-long description does.
+//! - A lookup list (the tools under one compact name, the terms under one affix or deletion,
+//!   a word's expansions, the name slots) can be as long as the catalog when an upstream
+//!   lists look-alike names: none is scanned once per element.
 //!
 //! Both word caps are 40 characters: the longest name, source or title word of the 24,942
 //! tools in the six benchmark catalogs has 27 (`azureterraformbestpractices`; next
 //! `findpincodebysubdistrict`, 24), so no real name loses typo or affix matching and the
 //! rankings are unchanged, while one word's deletions cost at most 40 × 40 bytes. The longest
-//! evaluation request has 996 characters and 162 words, well within the query caps; the most
-//! label words of a real tool are 27 (a 98-character `smithery.…` name), under the 64 kept.
+//! evaluation request has 996 characters and 162 words, well within the query caps. No real
+//! tool has more than 27 name, source and title words (counting generously: whole names with
+//! their server prefix, stop words included), well under the 64 kept.
 //!
 //! Measured (limit 10): seed-examples R@1 0.944 (the maximum: seed-07 needs two tools), MRR 1.0,
 //! gibberish abstains; mcptoolbench R@1 0.730, R@5 0.898, MRR 0.794; toollens R@5 0.354,
