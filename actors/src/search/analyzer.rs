@@ -153,10 +153,14 @@ impl Tokenizer {
 }
 
 /// Length of an English clitic (`s`, `m`, `re`, `ll`, `t`, `d`, `ve`) at the start of `rest`
-/// when it ends the word there; 0 otherwise.
+/// when it ends the word there; 0 otherwise. Looks at three characters at most (a clitic has
+/// two), so a long word after an apostrophe is not scanned twice.
 fn clitic_len(rest: &[char]) -> usize {
     const CLITICS: [&str; 7] = ["s", "m", "re", "ll", "t", "d", "ve"];
-    let n = rest.iter().take_while(|c| c.is_alphanumeric()).count();
+    let n = rest.iter().take(3).take_while(|c| c.is_alphanumeric()).count();
+    if n > 2 {
+        return 0;
+    }
     let word: String = rest[..n].iter().flat_map(|c| c.to_lowercase()).collect();
     if CLITICS.contains(&word.as_str()) {
         n

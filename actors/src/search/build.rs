@@ -8,7 +8,10 @@ use super::fxhash::FxHashMap;
 use super::table::StrTable;
 
 use super::analyzer::{is_stop_word, Analyzer, Tokenizer};
-use super::{names, pair_key, tool_part, Doc, Field, Index, PairTable, Params, Posting, Term, ALL_FIELDS, FIELDS};
+use super::{
+    names, pair_key, tool_part, Doc, Field, Index, PairTable, Params, Posting, Term, ALL_FIELDS, FIELDS,
+    MAX_AFFIX_TERM_CHARS, MAX_LABEL_WORDS, MAX_TYPO_WORD_CHARS,
+};
 use crate::model::CatalogTool;
 
 /// What the first pass learns of a run of tools: their terms (ids local to the run unless
@@ -17,7 +20,8 @@ use crate::model::CatalogTool;
 struct Part {
     /// Term id → stem, in first-seen order.
     term_texts: Vec<String>,
-    /// Term id → it occurs in a name, source or title field / in a source name.
+    /// Term id → it is one of a tool's first `MAX_LABEL_WORDS` name, source or title words /
+    /// it occurs in a source name.
     name_vocab: Vec<bool>,
     source_terms: Vec<bool>,
     /// Per tool, in one array: (term, frequency in each field); tool d's entries start at
@@ -35,7 +39,8 @@ struct Part {
     pair_pids: Vec<u32>,
     pair_bits: Vec<u8>,
     pair_starts: Vec<usize>,
-    /// Name-field surface words (≥ 5 chars) and their terms, first-seen order.
+    /// Name-field surface words (5 to `MAX_TYPO_WORD_CHARS` chars, among a tool's first
+    /// `MAX_LABEL_WORDS`) and their terms, first-seen order.
     surfaces: Vec<(String, u32)>,
 }
 
@@ -273,7 +278,8 @@ fn name_tables(tools: &[CatalogTool]) -> (StrTable, StrTable) {
         let part = names::compact(tool_part(&ct.tool.name, &ct.source));
         for key in [full, part] {
             let v = compact_names.entry(key).or_default();
-            if !v.contains(&d) {
+            // tools come in order: only this one can be there twice (its two keys equal)
+            if v.last() != Some(&d) {
                 v.push(d);
             }
         }
@@ -282,11 +288,13 @@ fn name_tables(tools: &[CatalogTool]) -> (StrTable, StrTable) {
     (StrTable::from_map(compact_names), StrTable::from_single(exact_names))
 }
 
-/// Prefixes and suffixes (≥ 4 chars, ≥ half the term) of name-field terms → terms.
+/// Prefixes and suffixes (≥ 4 chars, ≥ half the term) of name-field terms → terms. A term of
+/// more than `MAX_AFFIX_TERM_CHARS` characters has none: its affixes would cost the square of
+/// its length.
 fn affix_table(term_texts: &[String], name_vocab: &[bool]) -> StrTable {
     let mut affixes: FxHashMap<String, Vec<u32>> = FxHashMap::default();
     for (id, text) in term_texts.iter().enumerate() {
-        if !name_vocab[id] {
+        if !name_vocab[id] || text.chars().nth(MAX_AFFIX_TERM_CHARS).is_some() {
             continue;
         }
         let chars: Vec<char> = text.chars().collect();
@@ -294,7 +302,9 @@ fn affix_table(term_texts: &[String], name_vocab: &[bool]) -> StrTable {
         for l in 4.max(len.div_ceil(2))..len {
             for key in [&chars[..l], &chars[len - l..]] {
                 let v = affixes.entry(key.iter().collect()).or_default();
-                if !v.contains(&(id as u32)) {
+                // terms come in order: only this one can be there twice (a prefix that is
+                // also a suffix)
+                if v.last() != Some(&(id as u32)) {
                     v.push(id as u32);
                 }
             }
@@ -303,7 +313,8 @@ fn affix_table(term_texts: &[String], name_vocab: &[bool]) -> StrTable {
     StrTable::from_map(affixes)
 }
 
-/// One-character deletions of the surface words → surface word ids.
+/// One-character deletions of the surface words (none longer than `MAX_TYPO_WORD_CHARS`) →
+/// surface word ids.
 fn deletion_table(surfaces: &[(String, u32)]) -> StrTable {
     let mut deletions: FxHashMap<String, Vec<u32>> = FxHashMap::default();
     for (sid, (w, _)) in surfaces.iter().enumerate() {
@@ -392,6 +403,8 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
         doc_starts.push(start);
         pair_starts.push(pair_pids.len());
         let mut lens = [0u32; FIELDS];
+        // words of the tool's name, source and title so far (see `MAX_LABEL_WORDS`)
+        let mut label_words = 0usize;
         let rest = ct.tool.rest();
         let schema = rest.schema_view();
         for field in ALL_FIELDS {
@@ -450,10 +463,18 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
                             source_terms[id as usize] = true;
                         }
                         if matches!(field, Field::Name | Field::Source | Field::Title) {
-                            name_vocab[id as usize] = true;
-                            if !surface_ids.contains_key(w) && w.chars().count() >= 5 {
-                                surface_ids.insert(w.to_string(), surfaces.len() as u32);
-                                surfaces.push((w.to_string(), id));
+                            // a tool's first label words feed the affix and typo tables: their
+                            // size is bounded per tool, however long its name or title
+                            label_words += 1;
+                            if label_words <= MAX_LABEL_WORDS {
+                                name_vocab[id as usize] = true;
+                                // typo targets; a longer word's deletions would cost the
+                                // square of its length
+                                let chars = w.chars().take(MAX_TYPO_WORD_CHARS + 1).count();
+                                if (5..=MAX_TYPO_WORD_CHARS).contains(&chars) && !surface_ids.contains_key(w) {
+                                    surface_ids.insert(w.to_string(), surfaces.len() as u32);
+                                    surfaces.push((w.to_string(), id));
+                                }
                             }
                         }
                     }

@@ -102,6 +102,36 @@
 //! - retuning k1, idf power, field weights and the pair, source, name and synonym weights:
 //!   every change within ±0.005 on toollens and moving mcptb the other way.
 //!
+//! # Bounded work
+//!
+//! A query or a catalog may come from an attacker (a model relaying a user's text; an upstream
+//! listing any names it likes), so no step costs more than linear time and memory in its
+//! input, and a search costs at most a fixed amount whatever its query:
+//! - [`Index::search`] (and `search_many`, `explain`) analyses at most [`MAX_QUERY_CHARS`]
+//!   characters of a query (cut at a character boundary) and at most [`MAX_QUERY_WORDS`] of
+//!   its words; the rest is ignored. `MAX_QUERY_CHARS` is exported for the HTTP layer to
+//!   reject longer queries outright; the cut here holds for every caller (`mcp_describe` and
+//!   `mcp_call` also search, for an unknown tool name's suggestions).
+//! - Typo matching builds every one-character deletion of a word: quadratic in its length
+//!   (a 60,000-character word cost 3.4 GiB). Words longer than [`MAX_TYPO_WORD_CHARS`] get
+//!   none, in a query and in the index alike (no deletion keys are built for them).
+//! - Name affixes are quadratic in a term's length too: terms longer than
+//!   [`MAX_AFFIX_TERM_CHARS`] get no prefix/suffix keys, and a longer query word looks none up.
+//! - Only a tool's first [`MAX_LABEL_WORDS`] name, source and title words feed those two
+//!   tables (all its words are indexed), so a tool with a megabyte-long name or title costs
+//!   what one with a megabyte-long description does.
+//! - A lookup list (the tools under one compact name, the terms under one affix or deletion,
+//!   a word's expansions, the name slots) can be as long as the catalog when an upstream
+//!   lists look-alike names: none is scanned once per element.
+//!
+//! Both word caps are 40 characters: the longest name, source or title word of the 24,942
+//! tools in the six benchmark catalogs has 27 (`azureterraformbestpractices`; next
+//! `findpincodebysubdistrict`, 24), so no real name loses typo or affix matching and the
+//! rankings are unchanged, while one word's deletions cost at most 40 × 40 bytes. The longest
+//! evaluation request has 996 characters and 162 words, well within the query caps. No real
+//! tool has more than 27 name, source and title words (counting generously: whole names with
+//! their server prefix, stop words included), well under the 64 kept.
+//!
 //! Measured (limit 10): seed-examples R@1 0.944 (the maximum: seed-07 needs two tools), MRR 1.0,
 //! gibberish abstains; mcptoolbench R@1 0.730, R@5 0.898, MRR 0.794; toollens R@5 0.354,
 //! MRR 0.522. Speed: see `benches/search.rs`.
@@ -126,6 +156,33 @@ use crate::model::CatalogTool;
 pub use explain::Explanation;
 
 use analyzer::Analyzer;
+
+/// A query is analysed up to this many characters; the rest is ignored (see "Bounded work").
+pub const MAX_QUERY_CHARS: usize = 4096;
+
+/// A query is analysed up to this many words (after [`MAX_QUERY_CHARS`]).
+pub const MAX_QUERY_WORDS: usize = 256;
+
+/// Words longer than this (in characters) get no typo matching, in a query or in the index:
+/// their one-character deletions would cost the square of their length.
+pub const MAX_TYPO_WORD_CHARS: usize = 40;
+
+/// Name terms longer than this (in characters) get no prefix/suffix keys (`mail` → `gmail`):
+/// their affixes would cost the square of their length.
+pub const MAX_AFFIX_TERM_CHARS: usize = 40;
+
+/// Only the first this many words of a tool's name, source and title (together) become affix
+/// terms and typo targets, so those tables grow with the number of tools, not with the length
+/// of their names; every word is still indexed for ranking.
+pub const MAX_LABEL_WORDS: usize = 64;
+
+/// The first [`MAX_QUERY_CHARS`] characters of `query` (cut at a character boundary).
+fn clip_query(query: &str) -> &str {
+    match query.char_indices().nth(MAX_QUERY_CHARS) {
+        Some((end, _)) => &query[..end],
+        None => query,
+    }
+}
 
 /// One ranked result: a position in the slice the index was built from, and its score.
 #[derive(Debug, Clone, PartialEq)]
@@ -295,11 +352,14 @@ pub struct Index {
     compact_names: StrTable,
     /// Lower-case full name → tool (the exact-name short-circuit).
     exact_names: StrTable,
-    /// Prefixes/suffixes (≥ 4 chars, ≥ half the term) of name-field terms → terms.
+    /// Prefixes/suffixes (≥ 4 chars, ≥ half the term) of name-field terms of at most
+    /// [`MAX_AFFIX_TERM_CHARS`] chars → terms.
     affixes: StrTable,
-    /// One-character deletions of name-field surface words (≥ 5 chars) → surface word ids.
+    /// One-character deletions of name-field surface words (5 to [`MAX_TYPO_WORD_CHARS`]
+    /// chars) → surface word ids.
     deletions: StrTable,
-    /// Name-field surface words (≥ 5 chars) and their terms: targets of typo matching.
+    /// Name-field surface words (5 to [`MAX_TYPO_WORD_CHARS`] chars) and their terms: targets
+    /// of typo matching.
     surfaces: Vec<(String, u32)>,
     surface_ids: FxHashMap<String, u32>,
     /// Adjacent term pairs (`zip code`, `press key`) → tools, with the fields they occur in.
@@ -354,6 +414,8 @@ impl Index {
     }
 
     /// The best `limit` tools for `query`, best first; empty when nothing matches confidently.
+    /// Only the first [`MAX_QUERY_CHARS`] characters and [`MAX_QUERY_WORDS`] words of `query`
+    /// count: a search's cost is bounded whatever the query.
     pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
         if limit == 0 || self.docs.is_empty() {
             return Vec::new();

@@ -5,6 +5,8 @@
 //! catalog keys each tool by its full compact name and by the compact name without the
 //! `server-` prefix (`create issue` finds `github-create_issue`).
 
+use super::MAX_TYPO_WORD_CHARS;
+
 /// Lower case, letters and digits only.
 pub fn compact(s: &str) -> String {
     s.chars()
@@ -19,13 +21,17 @@ pub fn looks_like_identifier(query: &str) -> bool {
     let q = query.trim();
     !q.is_empty()
         && !q.contains(char::is_whitespace)
-        && q.chars().count() >= 6
+        && q.chars().nth(5).is_some()
         && (q.contains(['_', '-', '.']) || q.chars().skip(1).any(char::is_uppercase))
 }
 
 /// Optimal-string-alignment distance between `a` and `b` when it is at most 1, else `None`.
 /// One insertion, deletion, substitution or adjacent transposition.
 pub fn within_one_edit(a: &str, b: &str) -> bool {
+    // one edit changes the UTF-8 length by at most 4 bytes: far apart lengths cost nothing
+    if a.len().abs_diff(b.len()) > 4 {
+        return false;
+    }
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     if a == b {
@@ -47,8 +53,13 @@ pub fn within_one_edit(a: &str, b: &str) -> bool {
     }
 }
 
-/// Every string obtained from `w` by deleting one character (the typo index's keys).
+/// Every string obtained from `w` by deleting one character (the typo index's keys); none for
+/// a word of more than [`MAX_TYPO_WORD_CHARS`] characters, whose deletions would cost the
+/// square of its length (such words get no typo matching).
 pub fn deletions(w: &str) -> Vec<String> {
+    if w.chars().nth(MAX_TYPO_WORD_CHARS).is_some() {
+        return Vec::new();
+    }
     let idx: Vec<usize> = w.char_indices().map(|(i, _)| i).collect();
     idx.iter()
         .map(|&i| {
@@ -93,5 +104,19 @@ mod tests {
     #[test]
     fn deletions_of_word() {
         assert_eq!(deletions("abc"), ["bc", "ac", "ab"]);
+        let longest = "é".repeat(MAX_TYPO_WORD_CHARS);
+        assert_eq!(deletions(&longest).len(), MAX_TYPO_WORD_CHARS);
+        assert!(deletions(&format!("{longest}e")).is_empty(), "too long: no deletions");
+    }
+
+    #[test]
+    fn far_apart_lengths_are_not_one_edit() {
+        assert!(within_one_edit("navigate", "navigaté"));
+        assert!(within_one_edit("a", "😀"));
+        assert!(within_one_edit("", "😀"));
+        assert!(!within_one_edit("", "a😀"));
+        let long = "x".repeat(60_000);
+        assert!(!within_one_edit(&long, "navigate"));
+        assert!(within_one_edit(&long, &long[1..]));
     }
 }

@@ -3,7 +3,8 @@
 
 use super::aliases::{self, AliasMatch};
 use super::analyzer::{self, is_stop_word, QueryWord};
-use super::{names, pair_key, Index, PARAMS};
+use super::fxhash::FxHashMap;
+use super::{clip_query, names, pair_key, Index, MAX_AFFIX_TERM_CHARS, MAX_QUERY_WORDS, MAX_TYPO_WORD_CHARS, PARAMS};
 
 /// One query word, analysed: the index terms it may match and how much each counts.
 #[derive(Debug, Clone)]
@@ -39,6 +40,38 @@ pub(super) struct Expansion {
     pub kind: ExpansionKind,
 }
 
+/// One word's expansions being collected: in first-found order, each term once, at its best
+/// weight (and that weight's kind). A hash from term to position keeps long affix or typo
+/// lists linear.
+#[derive(Default)]
+struct Expansions {
+    list: Vec<Expansion>,
+    at: FxHashMap<u32, usize>,
+}
+
+impl Expansions {
+    fn push(&mut self, term: u32, weight: f64, kind: ExpansionKind) {
+        match self.at.get(&term) {
+            Some(&i) => {
+                let e = &mut self.list[i];
+                if weight > e.weight {
+                    e.weight = weight;
+                    e.kind = kind;
+                }
+            }
+            None => {
+                self.at.insert(term, self.list.len());
+                self.list.push(Expansion { term, weight, kind });
+            }
+        }
+    }
+
+    /// The word itself, when the catalog knows it: always found first.
+    fn word(&mut self) -> Option<&mut Expansion> {
+        self.list.first_mut().filter(|e| e.kind == ExpansionKind::Word)
+    }
+}
+
 /// A query, analysed once and scored against many tools.
 #[derive(Debug)]
 pub(super) struct Prepared {
@@ -58,10 +91,15 @@ pub(super) struct Prepared {
 }
 
 impl Index {
+    /// Analyses the first [`super::MAX_QUERY_CHARS`] characters and [`MAX_QUERY_WORDS`] words
+    /// of `query`: bounded work whatever the caller passes.
     pub(super) fn prepare(&self, query: &str) -> Prepared {
         let p = &PARAMS;
+        let query = clip_query(query);
         let mut groups: Vec<Group> = Vec::new();
-        let words = self.glue_camel_case(analyzer::query_words(query));
+        let mut words = analyzer::query_words(query);
+        words.truncate(MAX_QUERY_WORDS);
+        let words = self.glue_camel_case(words);
         let content: Vec<&QueryWord> = words.iter().filter(|w| !is_stop_word(&w.text)).collect();
         // A query of only stop words ("all", "me") still means something: keep them.
         let chosen: Vec<&QueryWord> = if content.is_empty() {
@@ -84,20 +122,10 @@ impl Index {
                 }
                 continue;
             }
-            let mut exps: Vec<Expansion> = Vec::new();
-            let push = |exps: &mut Vec<Expansion>, term: u32, weight: f64, kind| {
-                if let Some(e) = exps.iter_mut().find(|e| e.term == term) {
-                    if weight > e.weight {
-                        e.weight = weight;
-                        e.kind = kind;
-                    }
-                } else {
-                    exps.push(Expansion { term, weight, kind });
-                }
-            };
+            let mut exps = Expansions::default();
             let known = self.term(&stem);
             if let Some(t) = known {
-                push(&mut exps, t, 1.0, ExpansionKind::Word);
+                exps.push(t, 1.0, ExpansionKind::Word);
             }
             for (target, how) in alias_table.lookup(w, &stem, known.is_some()) {
                 if let Some(t) = self.term(&target) {
@@ -106,11 +134,12 @@ impl Index {
                         (false, AliasMatch::Exact) => (p.foreign_weight, ExpansionKind::Foreign),
                         (false, AliasMatch::ForeignStem) => (p.foreign_weight * 0.9, ExpansionKind::Foreign),
                     };
-                    push(&mut exps, t, weight, kind);
+                    exps.push(t, weight, kind);
                 }
             }
             let stem_len = stem.chars().count();
-            if stem_len >= 4 {
+            // affix keys are shorter than their terms, none of which is longer than the cap
+            if (4..MAX_AFFIX_TERM_CHARS).contains(&stem_len) {
                 {
                     for &t in self.affixes.get(stem.as_str()) {
                         // a word more common than the source name is a word, not that source
@@ -120,22 +149,23 @@ impl Index {
                         });
                         if self.terms[t as usize].in_source && !common {
                             // `mail` with a `gmail` server: the word names that server
-                            push(&mut exps, t, 1.0, ExpansionKind::Substring);
-                            if let Some(e) = exps.iter_mut().find(|e| e.kind == ExpansionKind::Word) {
+                            exps.push(t, 1.0, ExpansionKind::Substring);
+                            if let Some(e) = exps.word() {
                                 e.weight = e.weight.min(p.source_affix_word_weight);
                             }
                         } else {
                             let ratio = stem_len as f64 / self.terms[t as usize].text.chars().count() as f64;
-                            push(&mut exps, t, p.substring_weight * ratio, ExpansionKind::Substring);
+                            exps.push(t, p.substring_weight * ratio, ExpansionKind::Substring);
                         }
                     }
                 }
             }
-            if known.is_none() && w.chars().count() >= 5 {
+            if known.is_none() && (5..=MAX_TYPO_WORD_CHARS).contains(&w.chars().count()) {
                 for t in self.typo_terms(w) {
-                    push(&mut exps, t, p.typo_weight, ExpansionKind::Typo);
+                    exps.push(t, p.typo_weight, ExpansionKind::Typo);
                 }
             }
+            let mut exps = exps.list;
             exps.iter_mut().for_each(|e| e.weight *= factor);
             let importance = exps
                 .iter()
@@ -188,11 +218,8 @@ impl Index {
             } else if names::looks_like_identifier(query) {
                 for (key, ds) in self.compact_names.iter() {
                     if key.len().abs_diff(cq.len()) <= 1 && names::within_one_edit(key, &cq) {
-                        for d in ds {
-                            if !name_matches.contains(d) {
-                                name_matches.push(*d);
-                            }
-                        }
+                        // a tool found under both its keys is listed once (`dedup` below)
+                        name_matches.extend(ds);
                     }
                 }
             }
@@ -203,6 +230,7 @@ impl Index {
                 .cmp(&self.docs[*b as usize].name)
                 .then(a.cmp(b))
         });
+        name_matches.dedup();
         Prepared {
             unknown_importance,
             pairs,
@@ -244,12 +272,15 @@ impl Index {
 
     /// Name-field terms one edit away from an unknown query word: a deletion of the query is
     /// a surface word (extra character), the query is a deletion of a surface word (missing
-    /// character), or both share a deletion (substitution, transposition).
+    /// character), or both share a deletion (substitution, transposition). `w` has at most
+    /// [`MAX_TYPO_WORD_CHARS`] characters (its deletions cost the square of its length).
     fn typo_terms(&self, w: &str) -> Vec<u32> {
         let mut out: Vec<u32> = Vec::new();
+        let mut seen: FxHashMap<u32, ()> = FxHashMap::default();
         let mut consider = |sid: u32| {
             let (surface, term) = &self.surfaces[sid as usize];
-            if !out.contains(term) && names::within_one_edit(surface, w) {
+            if !seen.contains_key(term) && names::within_one_edit(surface, w) {
+                seen.insert(*term, ());
                 out.push(*term);
             }
         };

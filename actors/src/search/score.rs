@@ -3,6 +3,7 @@
 
 use std::cell::RefCell;
 
+use super::fxhash::FxHashMap;
 use super::query::{ExpansionKind, Prepared};
 use super::{Field, Hit, Index, ALL_FIELDS, PARAMS};
 
@@ -240,16 +241,14 @@ impl Index {
             scored.retain(|s| s.0 >= p.relative_cut * top);
         }
 
-        // name slots: the exact name first, then names the query spells, each once
+        // name slots: the exact name first, then names the query spells (each listed once),
+        // but for the exact one; a set, not a scan, tells the scored tools already slotted
         let mut slots: Vec<u32> = q.exact.into_iter().collect();
-        for &d in &q.name_matches {
-            if !slots.contains(&d) {
-                slots.push(d);
-            }
-        }
+        slots.extend(q.name_matches.iter().filter(|&&d| Some(d) != q.exact));
+        let slotted: FxHashMap<u32, ()> = slots.iter().map(|&d| (d, ())).collect();
         let mut hits: Vec<Hit> = Vec::with_capacity(limit.min(scored.len() + slots.len()));
         let top = top.max(0.0);
-        for (i, d) in slots.iter().enumerate() {
+        for (i, d) in slots.iter().enumerate().take(limit) {
             hits.push(Hit {
                 doc: *d as usize,
                 score: top + (slots.len() - i) as f64,
@@ -259,7 +258,7 @@ impl Index {
             if hits.len() >= limit {
                 break;
             }
-            if !slots.contains(&d) {
+            if !slotted.contains_key(&d) {
                 hits.push(Hit {
                     doc: d as usize,
                     score: sc,
