@@ -30,9 +30,10 @@ pub const MAX_QUERIES: usize = 7;
 pub const MAX_DESCRIBE: usize = 10;
 /// Descriptions in search hits are clipped to this many characters.
 pub const HIT_DESCRIPTION_CHARS: usize = 500;
-/// Longest query analysed, in characters (a longer one is refused, not cut: the model learns
-/// to send the need, not the document).
-pub const MAX_QUERY_CHARS: usize = 4096;
+/// Longest query, in characters: the search analyses no more (`search::MAX_QUERY_CHARS`), so
+/// a longer one is refused here rather than cut silently; the model learns to send the need,
+/// not the document.
+pub use proxy_actors::search::MAX_QUERY_CHARS;
 
 /// The `tools` array of `tools/list`, as JSON text (fixed, byte-stable).
 pub fn definitions() -> Value {
