@@ -336,12 +336,7 @@ async fn a_client_looping_mcp_refresh_cannot_drive_fan_outs() {
     }
     let concurrent = (0..20).map(|_| call(&p.url, "mcp_refresh", json!({})));
     futures_util::future::join_all(concurrent).await;
-    let status = p
-        .proxy
-        .catalog
-        .send(proxy_actors::catalog::GetCatalogStatus)
-        .await
-        .unwrap();
+    let status = p.catalog_status().await;
     assert_eq!(status.fanouts, 1, "only the startup refresh ran");
     assert_eq!(a.control.stats().tools_list, before);
     p.stop().await;

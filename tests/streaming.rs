@@ -321,12 +321,7 @@ async fn upstream_list_changes_are_followed_and_its_pings_answered() {
         assert!(Instant::now() < deadline, "the list change was not followed");
         actix_web::rt::time::sleep(Duration::from_millis(100)).await;
     }
-    let status = p
-        .proxy
-        .catalog
-        .send(proxy_actors::catalog::GetCatalogStatus)
-        .await
-        .unwrap();
+    let status = p.catalog_status().await;
     assert_eq!(status.fanouts, 2, "startup + one debounced list-changed refresh");
     p.stop().await;
 }

@@ -53,6 +53,15 @@ pub struct TestProxy {
 }
 
 impl TestProxy {
+    /// The catalog's refresh activity.
+    pub async fn catalog_status(&self) -> proxy_actors::catalog::CatalogStatus {
+        self.proxy
+            .catalog
+            .send(proxy_actors::catalog::GetCatalogStatus)
+            .await
+            .expect("catalog actor running")
+    }
+
     /// The server's handle (graceful stop).
     pub fn handle(&self) -> ServerHandle {
         self.handle.clone()
@@ -121,12 +130,7 @@ pub async fn start_proxy_with(
 pub async fn settle(tp: &TestProxy) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let status = tp
-            .proxy
-            .catalog
-            .send(proxy_actors::catalog::GetCatalogStatus)
-            .await
-            .unwrap();
+        let status = tp.catalog_status().await;
         if status.fanouts >= 1 && !status.refreshing {
             return;
         }

@@ -297,17 +297,25 @@ impl Reader {
         out
     }
 
+    /// Reads more when nothing is buffered; the error when the body ended early or failed.
+    async fn need_bytes(&mut self) -> Option<PayloadError> {
+        if !self.buf.is_empty() {
+            return None;
+        }
+        match self.fill().await {
+            Ok(true) => None,
+            Ok(false) => Some(PayloadError::Incomplete(None)),
+            Err(e) => Some(e),
+        }
+    }
+
     async fn step(&mut self) -> Option<Result<Bytes, PayloadError>> {
         loop {
             match self.framing {
                 Framing::Length(0) => return None,
                 Framing::Length(left) => {
-                    if self.buf.is_empty() {
-                        match self.fill().await {
-                            Ok(true) => {}
-                            Ok(false) => return Some(Err(PayloadError::Incomplete(None))),
-                            Err(e) => return Some(Err(e)),
-                        }
+                    if let Some(e) = self.need_bytes().await {
+                        return Some(Err(e));
                     }
                     let n = (self.buf.len() as u64).min(left) as usize;
                     self.framing = Framing::Length(left - n as u64);
@@ -340,12 +348,8 @@ impl Reader {
                     };
                 }
                 Framing::Chunked(ChunkState::Data(left)) => {
-                    if self.buf.is_empty() {
-                        match self.fill().await {
-                            Ok(true) => {}
-                            Ok(false) => return Some(Err(PayloadError::Incomplete(None))),
-                            Err(e) => return Some(Err(e)),
-                        }
+                    if let Some(e) = self.need_bytes().await {
+                        return Some(Err(e));
                     }
                     let n = (self.buf.len() as u64).min(left) as usize;
                     let rest = left - n as u64;
