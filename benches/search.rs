@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use proxy_actors::catalog_file::load_catalog_path;
-use proxy_actors::search::Index;
+use tool_search::catalog_file::load_catalog_path;
+use tool_search::Index;
 
 const QUERIES: &[&str] = &[
     "send gmail email",

@@ -105,7 +105,7 @@ pub struct Config {
     pub log_level: log::LevelFilter,
     pub log_format: LogFormat,
     /// Which tools are served and which are pinned into `tools/list`.
-    pub policy: proxy_actors::policy::Policy,
+    pub policy: proxy_core::policy::Policy,
     /// Budget of the tier-1 listing in `instructions`.
     pub listing_max_chars: usize,
     /// Bearer tokens clients must present on `/mcp` (empty: no authentication).
@@ -227,17 +227,14 @@ impl Config {
         for (i, (label, url, token, var)) in raw.into_iter().enumerate() {
             validate_url(var, i, &url)?;
             if upstreams.iter().any(|u| u.url == url) {
-                return Err(err(var, format!("{} is listed twice", proxy_actors::redact::url(&url))));
+                return Err(err(var, format!("{} is listed twice", proxy_core::redact::url(&url))));
             }
             if let Some(t) = &token {
                 check_header_token(var, &format!("the token of entry {}", i + 1), t)?;
             }
             // The master key goes only where the host itself is a LiteLLM.
             let token = token.or_else(|| {
-                if proxy_actors::redact::host(&url)
-                    .to_ascii_lowercase()
-                    .contains("litellm")
-                {
+                if proxy_core::redact::host(&url).to_ascii_lowercase().contains("litellm") {
                     master_key.clone()
                 } else {
                     None
@@ -365,7 +362,7 @@ impl Config {
             Ok(list)
         };
         let read_only = parse_bool(READ_ONLY, get(READ_ONLY))?;
-        let policy = proxy_actors::policy::Policy {
+        let policy = proxy_core::policy::Policy {
             allow: patterns(TOOLS_ALLOW)?,
             deny: patterns(TOOLS_DENY)?,
             read_only,
@@ -495,7 +492,7 @@ fn validate_url(var: &'static str, index: usize, url: &str) -> Result<(), Config
             format!("entry {n} is not an http:// or https:// URL (entries are separated by commas; a token cannot contain one)"),
         )
     })?;
-    let shown = proxy_actors::redact::url(url);
+    let shown = proxy_core::redact::url(url);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     if authority.is_empty() || authority.contains(char::is_whitespace) {
         return Err(err(var, format!("entry {n} ({shown}) has no host")));

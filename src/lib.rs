@@ -33,7 +33,6 @@
 
 pub mod cli;
 pub mod config;
-pub mod demo;
 pub mod http;
 pub mod logging;
 pub mod server;

@@ -11,83 +11,13 @@ use mcp_search_proxy::{cli, logging, server};
 
 const EX_USAGE: u8 = 64;
 
+/// mimalloc as the global allocator: the proxy relays each call across threads (HTTP worker →
+/// upstream actor → back), so most allocations are freed on another thread than the one that
+/// made them; glibc malloc spent ~20% of the proxy's CPU there and kept an arena per thread.
+/// Its options come from the environment (`MIMALLOC_*`, see the README's Performance section
+/// and the Dockerfile); nothing here changes them at run time.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// mimalloc's options: two at process start (from the environment), one switched at run time.
-mod allocator {
-    use std::ffi::{c_int, c_long};
-    use std::os::unix::process::CommandExt;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    extern "C" {
-        fn mi_option_get(option: c_int) -> c_long;
-        fn mi_option_set(option: c_int, value: c_long);
-    }
-
-    /// `mi_option_purge_delay` in the bundled mimalloc 3 (`mi_option_e`; Cargo.lock pins it,
-    /// and [`tune`] checks the number against the environment before using it).
-    const PURGE_DELAY: c_int = 15;
-    /// Purge delay from the start until `main` switches it (3 ms: as good as immediate for the
-    /// first build, which runs between the switches anyway).
-    const START_PURGE_DELAY: c_long = 3;
-    /// Purge delay while serving (mimalloc's default).
-    const SERVING_PURGE_DELAY: c_long = 10;
-    /// Whether builds and serving get their own purge delay (see [`tune`]).
-    static SWITCH: AtomicBool = AtomicBool::new(false);
-
-    /// Arenas are committed as they are used (`ARENA_EAGER_COMMIT=0`; eager commit of the
-    /// first 1 GiB arena cost ~30 MB of RSS with 11,739 tools), and freed memory goes back to
-    /// the OS at once while a catalog is built (`PURGE_DELAY=0`: a build frees tens of MB that
-    /// an idle proxy would otherwise keep, since mimalloc purges only when it allocates
-    /// again). While serving, purges are batched (10 ms): purging every freed page at once
-    /// cost ~30% of the relay throughput at 64 concurrent calls (19.5k vs 27k calls/s) in
-    /// `madvise` calls and TLB flushes. Both start options must be in the environment when the process starts, so
-    /// when either is missing the binary re-executes itself once with them (same PID,
-    /// arguments and environment otherwise; about a millisecond). A `MIMALLOC_PURGE_DELAY`
-    /// set by the user is kept and never switched.
-    pub fn tune() {
-        const EAGER: &str = "MIMALLOC_ARENA_EAGER_COMMIT";
-        const DELAY: &str = "MIMALLOC_PURGE_DELAY";
-        const OURS: &str = "MCP_SEARCH_PROXY_ALLOCATOR";
-        let ours = std::env::var_os(OURS).is_some();
-        if std::env::var_os(EAGER).is_some() && (ours || std::env::var_os(DELAY).is_some()) {
-            // SAFETY: a plain getter of a process-wide integer option.
-            let delay = unsafe { mi_option_get(PURGE_DELAY) };
-            // The start value is an unusual one so that reading it back proves the option's
-            // number; on a mismatch the options are never switched.
-            SWITCH.store(ours && delay == START_PURGE_DELAY, Ordering::Relaxed);
-            return;
-        }
-        let Ok(exe) = std::env::current_exe() else { return };
-        let mut cmd = std::process::Command::new(exe);
-        cmd.args(std::env::args_os().skip(1));
-        if std::env::var_os(EAGER).is_none() {
-            cmd.env(EAGER, "0");
-        }
-        if std::env::var_os(DELAY).is_none() {
-            cmd.env(DELAY, START_PURGE_DELAY.to_string()).env(OURS, "1");
-        }
-        // Returns only when the exec failed: then run on with the defaults.
-        let _ = cmd.exec();
-    }
-
-    /// A catalog build starts: freed memory goes back at once.
-    pub fn building() {
-        if SWITCH.load(Ordering::Relaxed) {
-            // SAFETY: a plain setter of a process-wide integer option.
-            unsafe { mi_option_set(PURGE_DELAY, 0) }
-        }
-    }
-
-    /// The build ended: batch the purges again.
-    pub fn serving() {
-        if SWITCH.load(Ordering::Relaxed) {
-            // SAFETY: as above.
-            unsafe { mi_option_set(PURGE_DELAY, SERVING_PURGE_DELAY) }
-        }
-    }
-}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -116,9 +46,6 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    allocator::tune();
-    proxy_actors::memory::set_heavy_work_hooks(allocator::building, allocator::serving);
-    allocator::serving();
     let cli = Cli::parse();
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(),

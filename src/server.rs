@@ -18,7 +18,7 @@ use crate::http::{self, AppState, HttpSettings};
 pub struct Proxy {
     pub catalog: Addr<CatalogActor>,
     /// The catalog's current snapshot, published by the actor.
-    pub snapshots: tokio::sync::watch::Receiver<std::sync::Arc<proxy_actors::catalog::Snapshot>>,
+    pub snapshots: tokio::sync::watch::Receiver<std::sync::Arc<proxy_core::catalog::Snapshot>>,
     pub upstreams: Vec<UpstreamHandle>,
     arbiters: Vec<Arbiter>,
 }
@@ -28,8 +28,6 @@ impl Proxy {
     pub fn start(upstreams: &[UpstreamConfig], catalog_cfg: CatalogConfig, max_result_bytes: usize) -> Proxy {
         // The manifest is read once: it seeds the catalog and tells each upstream actor the
         // era its upstream spoke last time.
-        // Loading the manifest and building its snapshot is the start's heavy work.
-        let heavy = proxy_actors::memory::heavy_work();
         let manifest = catalog_cfg
             .manifest_path
             .as_deref()
@@ -39,7 +37,7 @@ impl Proxy {
         for u in upstreams {
             log::info!(
                 upstream = u.label.as_str(),
-                url = proxy_actors::redact::url(&u.url).as_str(),
+                url = proxy_core::redact::url(&u.url).as_str(),
                 auth = if u.token.is_some() { "yes" } else { "no" },
                 timeout_sec = u.timeout.as_secs();
                 "upstream configured"
@@ -61,7 +59,6 @@ impl Proxy {
             });
         }
         let catalog = CatalogActor::with_manifest(catalog_cfg, handles.clone(), manifest);
-        drop(heavy);
         let snapshots = catalog.subscribe();
         let catalog = catalog.start();
         Proxy {

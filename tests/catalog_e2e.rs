@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use proxy_actors::policy::Policy;
+use proxy_core::policy::Policy;
 use serde_json::{json, Value};
 
 #[actix_web::test]

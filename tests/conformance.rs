@@ -94,8 +94,8 @@ fn run(node: &Path, entry: &Path, args: &[&str], env: &[(&str, &str)]) {
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 
-async fn proxy_with_demo() -> (mcp_search_proxy::demo::RunningUpstream, TestProxy) {
-    let up = mcp_search_proxy::demo::start(mcp_search_proxy::demo::UpstreamOptions::demo(), "127.0.0.1:0")
+async fn proxy_with_demo() -> (demo_upstream::RunningUpstream, TestProxy) {
+    let up = demo_upstream::start(demo_upstream::UpstreamOptions::demo(), "127.0.0.1:0")
         .await
         .unwrap();
     let p = start_proxy(vec![upstream_config("demo", &up.url)], catalog_config(None)).await;

@@ -16,7 +16,7 @@ use mcp_search_proxy::http::auth::Authenticator;
 use mcp_search_proxy::http::HttpSettings;
 use mcp_search_proxy::server::{self, ServerLimits};
 use proxy_actors::catalog::CatalogConfig;
-use proxy_actors::policy::Policy;
+use proxy_core::policy::Policy;
 
 fn is_error(r: &Value) -> bool {
     r["isError"] == true
@@ -145,7 +145,7 @@ async fn control_characters_from_upstreams_never_reach_clients() {
 
 // ------------------------------------------------------------------ policy cannot be bypassed
 
-async fn policy_proxy(deny: &[&str]) -> (mcp_search_proxy::demo::RunningUpstream, TestProxy) {
+async fn policy_proxy(deny: &[&str]) -> (demo_upstream::RunningUpstream, TestProxy) {
     let a = upstream(
         vec![
             tool("github-delete_repo", "Delete a repository.", &[]),
@@ -254,7 +254,7 @@ async fn a_denied_name_never_runs_another_tool_and_reads_as_unknown() {
 
 const TOKEN: &str = "team-a-token-0123456789";
 
-async fn authenticated_proxy() -> (mcp_search_proxy::demo::RunningUpstream, TestProxy) {
+async fn authenticated_proxy() -> (demo_upstream::RunningUpstream, TestProxy) {
     let a = upstream(vec![tool("mail-send_message", "Send an email.", &[])], true, false).await;
     let settings = HttpSettings {
         auth: Authenticator::new(&[mcp_search_proxy::config::ClientToken {

@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 
-async fn proxy() -> (mcp_search_proxy::demo::RunningUpstream, TestProxy) {
+async fn proxy() -> (demo_upstream::RunningUpstream, TestProxy) {
     let a = upstream(
         vec![
             tool("mail-send", "Send an email.", &["to"]),

@@ -379,7 +379,7 @@ async fn bearer_tokens_and_pagination_towards_upstreams() {
     let tools: Vec<Value> = (0..7)
         .map(|i| tool(&format!("paged-t{i}"), "A paged tool.", &[]))
         .collect();
-    let opts = mcp_search_proxy::demo::UpstreamOptions {
+    let opts = demo_upstream::UpstreamOptions {
         tools,
         stateful: true,
         sse: true,
@@ -387,7 +387,7 @@ async fn bearer_tokens_and_pagination_towards_upstreams() {
         bearer_token: Some("s3cret".into()),
         ..Default::default()
     };
-    let a = mcp_search_proxy::demo::start(opts, "127.0.0.1:0").await.unwrap();
+    let a = demo_upstream::start(opts, "127.0.0.1:0").await.unwrap();
     let mut cfg = upstream_config("paged", &a.url);
     cfg.token = Some("s3cret".into());
     let p = start_proxy(vec![cfg], catalog_config(None)).await;

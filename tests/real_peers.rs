@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use mcp_search_proxy::demo::{self, UpstreamOptions};
+use demo_upstream::{self as demo, UpstreamOptions};
 
 mod peer_harness;
 use peer_harness::{node, peers_available, python, repo_root, run_bounded, Peer, TestProxy, CLIENT_TIMEOUT};

@@ -7,10 +7,10 @@
 use std::path::{Path, PathBuf};
 
 use mcp_search_proxy::cli::eval::rank_all;
-use proxy_actors::catalog_file::load_catalog_path;
-use proxy_actors::model::CatalogTool;
-use proxy_actors::search::eval::{self, EvalQuery, Summary};
-use proxy_actors::search::Index;
+use tool_search::catalog_file::load_catalog_path;
+use tool_search::eval::{self, EvalQuery, Summary};
+use tool_search::model::CatalogTool;
+use tool_search::Index;
 
 fn bench() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench");

@@ -28,7 +28,7 @@ async fn read_events(
     >,
     started: Instant,
 ) -> Vec<(Value, Duration)> {
-    let mut decoder = proxy_actors::mcp::sse::Decoder::new();
+    let mut decoder = mcp_wire::sse::Decoder::new();
     let mut out = Vec::new();
     while let Some(chunk) = resp.next().await {
         let chunk = chunk.expect("stream chunk");
@@ -288,14 +288,14 @@ async fn the_2026_era_on_the_wire() {
 
 #[actix_web::test]
 async fn upstream_list_changes_are_followed_and_its_pings_answered() {
-    let opts = mcp_search_proxy::demo::UpstreamOptions {
+    let opts = demo_upstream::UpstreamOptions {
         tools: vec![tool("alpha-one", "One.", &[])],
         stateful: true,
         sse: true,
         list_changed: true,
         ..Default::default()
     };
-    let a = mcp_search_proxy::demo::start(opts, "127.0.0.1:0").await.unwrap();
+    let a = demo_upstream::start(opts, "127.0.0.1:0").await.unwrap();
     let p = start_proxy(vec![upstream_config("a", &a.url)], catalog_config(None)).await;
     // The proxy opens the upstream's GET stream and answers the ping it carries.
     let deadline = Instant::now() + Duration::from_secs(5);

@@ -5,8 +5,8 @@
 use std::net::TcpListener;
 
 use crate::config::{Config, LogFormat, UpstreamConfig};
-use crate::demo::{self, UpstreamOptions};
 use crate::server;
+use demo_upstream::{self as demo, UpstreamOptions};
 
 /// Settings of the demo run (the environment may override port and logging).
 pub struct DemoSettings {

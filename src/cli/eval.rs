@@ -1,14 +1,14 @@
 //! `mcp-search-proxy eval`: retrieval metrics of the search over a query set, computed by
-//! `proxy_actors::search::eval` (the same functions the CI floor test uses) on rankings from
+//! `tool_search::eval` (the same functions the CI floor test uses) on rankings from
 //! the same `Index::search` that answers `mcp_search`.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use proxy_actors::catalog_file::load_catalog_path;
-use proxy_actors::search::eval::{self, EvalQuery, QueryScore, Report, Summary};
-use proxy_actors::search::Index;
+use tool_search::catalog_file::load_catalog_path;
+use tool_search::eval::{self, EvalQuery, QueryScore, Report, Summary};
+use tool_search::Index;
 
 /// Measure search quality: R@1, R@5, R@10, MRR, nDCG@5 and abstain rate.
 #[derive(clap::Args, Debug)]

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use proxy_actors::catalog_file::load_catalog_path;
-use proxy_actors::search::Index;
+use tool_search::catalog_file::load_catalog_path;
+use tool_search::Index;
 
 /// Search a catalog file the way `mcp_search` would.
 #[derive(clap::Args, Debug)]

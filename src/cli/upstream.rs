@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use serde_json::Value;
 
 use crate::config::LogFormat;
-use crate::demo::{self, UpstreamOptions};
+use demo_upstream::{self as demo, UpstreamOptions};
 
 /// Run only the embedded demo upstream.
 #[derive(clap::Args, Debug)]

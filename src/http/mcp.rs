@@ -35,8 +35,8 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use proxy_actors::mcp::jsonrpc::{self, Incoming, Request, RequestId, RpcError};
-use proxy_actors::mcp::{modern, sse, version};
+use mcp_wire::jsonrpc::{self, Incoming, Request, RequestId, RpcError};
+use mcp_wire::{modern, sse, version};
 use proxy_actors::upstream::{cancel_pair, CancelHandle, CancelReason};
 
 use super::{sessions, tools, AppState, HttpSettings};
@@ -517,7 +517,7 @@ pub fn server_info() -> Value {
 }
 
 /// The `instructions` text: the workflow, then the tier-1 listing of sources.
-pub fn instructions(snap: &proxy_actors::catalog::Snapshot, listing_max_chars: usize) -> String {
+pub fn instructions(snap: &proxy_core::catalog::Snapshot, listing_max_chars: usize) -> String {
     let mut s = String::from(
         "This server gives access to the tools of other MCP servers through four tools. \
          Workflow: mcp_search (find tools by what you want to do) -> mcp_describe (full schema) -> mcp_call (run it). \

@@ -18,8 +18,9 @@ use std::sync::Arc;
 use actix::Addr;
 use actix_web::web;
 
-use proxy_actors::catalog::{CatalogActor, Snapshot};
+use proxy_actors::catalog::CatalogActor;
 use proxy_actors::upstream::UpstreamActor;
+use proxy_core::catalog::Snapshot;
 
 /// Settings of the HTTP layer.
 #[derive(Debug, Clone)]

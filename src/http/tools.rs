@@ -9,13 +9,14 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use proxy_actors::args;
-use proxy_actors::catalog::ingest::{self, MAX_TOOL_NAME_CHARS};
-use proxy_actors::catalog::resolve::{resolve, suggest, Resolution};
-use proxy_actors::catalog::snapshot::clip;
-use proxy_actors::catalog::{Refresh, RefreshReason, Snapshot};
-use proxy_actors::model::CatalogTool;
+use proxy_actors::catalog::{Refresh, RefreshReason};
 use proxy_actors::upstream::{CallTool, CancelToken, UpstreamError};
+use proxy_core::args;
+use proxy_core::catalog::ingest::{self, MAX_TOOL_NAME_CHARS};
+use proxy_core::catalog::resolve::{resolve, suggest, Resolution};
+use proxy_core::catalog::snapshot::clip;
+use proxy_core::catalog::Snapshot;
+use tool_search::model::CatalogTool;
 
 use super::AppState;
 
@@ -33,7 +34,7 @@ pub const HIT_DESCRIPTION_CHARS: usize = 500;
 /// Longest query, in characters: the search analyses no more (`search::MAX_QUERY_CHARS`), so
 /// a longer one is refused here rather than cut silently; the model learns to send the need,
 /// not the document.
-pub use proxy_actors::search::MAX_QUERY_CHARS;
+pub use tool_search::MAX_QUERY_CHARS;
 
 /// The `tools` array of `tools/list`, as JSON text (fixed, byte-stable).
 pub fn definitions() -> Value {
@@ -534,7 +535,7 @@ async fn call_upstream(state: &AppState, args: &Map<String, Value>, meta: Option
             name: tool.tool.name.clone(),
             arguments,
             input_schema,
-            meta: proxy_actors::mcp::modern::passthrough_meta(meta.as_ref()),
+            meta: mcp_wire::modern::passthrough_meta(meta.as_ref()),
             notifications: relay.events,
             cancel: relay.cancel,
         })
@@ -566,7 +567,7 @@ fn strip_envelope(result: &mut Value) {
     obj.remove("resultType");
     let empty = match obj.get_mut("_meta").and_then(Value::as_object_mut) {
         Some(meta) => {
-            meta.retain(|k, _| !k.starts_with(proxy_actors::mcp::modern::RESERVED_META_PREFIX));
+            meta.retain(|k, _| !k.starts_with(mcp_wire::modern::RESERVED_META_PREFIX));
             meta.is_empty()
         }
         None => false,
@@ -613,8 +614,8 @@ async fn refresh(state: &AppState) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proxy_actors::catalog::UpstreamState;
-    use proxy_actors::mcp::types::Tool;
+    use mcp_wire::types::Tool;
+    use proxy_core::catalog::UpstreamState;
 
     fn snap() -> Snapshot {
         let tools: Vec<Tool> = serde_json::from_value(json!([

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use actix_web::dev::ServerHandle;
 use serde_json::{json, Value};
 
+use demo_upstream::{self as demo, RunningUpstream, UpstreamOptions};
 use mcp_search_proxy::config::UpstreamConfig;
-use mcp_search_proxy::demo::{self, RunningUpstream, UpstreamOptions};
 use mcp_search_proxy::http::HttpSettings;
 use mcp_search_proxy::server::{self, Proxy};
 use proxy_actors::catalog::CatalogConfig;

@@ -25,11 +25,6 @@
 //! it (its upstreams are still answering requests sent practically at the same moment). In a fan-out, an upstream that fails keeps
 //! its previous tools (served stale); a fan-out in which every upstream fails changes nothing.
 
-pub mod ingest;
-pub mod manifest;
-pub mod resolve;
-pub mod snapshot;
-
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,10 +34,11 @@ use actix::prelude::*;
 use serde::Serialize;
 use tokio::sync::oneshot;
 
-pub use snapshot::{Collision, Snapshot, UpstreamState};
+use proxy_core::catalog::snapshot::{self, Collision, Snapshot, UpstreamState};
+use proxy_core::catalog::{ingest, manifest};
 
-use crate::policy::Policy;
 use crate::upstream::{FollowListChanges, ListTools, Listing, ToolsChanged, UpstreamActor, UpstreamError};
+use proxy_core::policy::Policy;
 
 /// Catalog behaviour settings.
 #[derive(Debug, Clone)]
@@ -140,7 +136,7 @@ pub struct UpstreamReport {
     pub listing_age_sec: Option<u64>,
     /// The protocol era the upstream spoke at its last good listing.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub era: Option<crate::upstream::Era>,
+    pub era: Option<mcp_wire::Era>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub protocol_version: Option<String>,
     /// Tools of the last listing that were not admitted, by reason (see `catalog::ingest`).
@@ -320,10 +316,7 @@ impl CatalogActor {
                 async move { addr.send(msg).await.unwrap_or(Err(UpstreamError::Unavailable)) }
             });
             let results: Vec<Result<Listing, UpstreamError>> = futures_util::future::join_all(calls).await;
-            let work = move || {
-                let _heavy = crate::memory::heavy_work();
-                apply_fanout(&previous, results, reason, started, manifest_path.as_deref(), &policy)
-            };
+            let work = move || apply_fanout(&previous, results, reason, started, manifest_path.as_deref(), &policy);
             match tokio::task::spawn_blocking(work).await {
                 Ok(r) => r,
                 Err(e) => Err(RefreshFailure {
@@ -339,8 +332,6 @@ impl CatalogActor {
         self.last_finished = Some(Instant::now());
         let result = match outcome {
             Ok((snapshot, report)) => {
-                // The replaced snapshot is usually freed right here (heavy work: tens of MB).
-                let _heavy = crate::memory::heavy_work();
                 self.snapshot = Arc::new(snapshot);
                 drop(self.published.send_replace(self.snapshot.clone()));
                 Ok(report)
@@ -784,7 +775,7 @@ mod tests {
 
     #[test]
     fn journal_reports_added_removed_and_modified() {
-        use crate::mcp::types::Tool;
+        use mcp_wire::types::Tool;
         let t = |n: &str, d: &str| -> Arc<Tool> {
             Arc::new(serde_json::from_value(serde_json::json!({"name": n, "description": d})).unwrap())
         };

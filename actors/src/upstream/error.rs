@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::mcp::jsonrpc::RpcError;
+use mcp_wire::jsonrpc::RpcError;
 
 /// A failed exchange with one upstream.
 #[derive(Debug, Clone, PartialEq)]

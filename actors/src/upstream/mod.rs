@@ -60,35 +60,16 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
+pub use mcp_wire::Era;
 use serde_json::{json, Map, Value};
 
 pub use cancel::{cancel_pair, CancelHandle, CancelReason, CancelToken};
 pub use error::UpstreamError;
 use transport::{NotificationSink, RequestHeaders};
 
-use crate::mcp::jsonrpc::{self, RequestId, RpcError};
-use crate::mcp::types::Tool;
-use crate::mcp::{modern, version};
-
-/// The protocol era an upstream speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Era {
-    /// 2025-era handshake (`initialize`), possibly with a sticky session.
-    Legacy,
-    /// 2026-07-28: stateless, every request self-describing.
-    Modern,
-}
-
-impl Era {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Era::Legacy => "legacy",
-            Era::Modern => "modern",
-        }
-    }
-}
+use mcp_wire::jsonrpc::{self, RequestId, RpcError};
+use mcp_wire::types::Tool;
+use mcp_wire::{modern, version};
 
 /// Static description of one upstream, from configuration.
 #[derive(Debug, Clone)]
@@ -540,7 +521,7 @@ impl Connection {
         }
         log::debug!(upstream = self.spec.label.as_str(), era = era.as_str(); "following upstream list changes");
         let max_event = MAX_STREAM_EVENT_BYTES.min(self.spec.max_response_bytes);
-        let mut decoder = crate::mcp::sse::Decoder::new();
+        let mut decoder = mcp_wire::sse::Decoder::new();
         // Bytes fed since the last complete event (within one chunk of the truth): bounds the
         // decoder's unfinished line and event.
         let mut since_event = 0usize;

@@ -30,8 +30,8 @@ use serde_json::Value;
 
 use super::error::UpstreamError;
 use super::raw;
-use crate::mcp::jsonrpc::{RequestId, RpcError};
-use crate::mcp::sse;
+use mcp_wire::jsonrpc::{RequestId, RpcError};
+use mcp_wire::sse;
 
 /// Per-request header values the session layer decides.
 #[derive(Debug, Default, Clone)]
@@ -620,11 +620,11 @@ mod tests {
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
         let count = std::rc::Rc::new(Cell::new(0));
         let seen = count.clone();
-        actix_web::rt::spawn(async move {
+        actix::spawn(async move {
             while let Ok((mut sock, _)) = listener.accept().await {
                 seen.set(seen.get() + 1);
                 let reply = reply.clone();
-                actix_web::rt::spawn(async move {
+                actix::spawn(async move {
                     let mut buf = Vec::new();
                     let mut chunk = [0u8; 4096];
                     // Head, then the Content-Length body.
@@ -667,7 +667,7 @@ mod tests {
         post(client, url, &headers, body, Some(&RequestId::Num(1)), 1 << 20, None).await
     }
 
-    #[actix_web::test]
+    #[actix::test]
     async fn close_delimited_replies_are_read_whole() {
         // HTTP/1.0: awc reads to the end of the connection itself.
         let (url, count) = serve(format!(
@@ -703,7 +703,7 @@ mod tests {
         assert!(post_to(&client, &url, false).await.is_ok());
     }
 
-    #[actix_web::test]
+    #[actix::test]
     async fn the_direct_reader_understands_every_framing() {
         let sse = format!("event: message\ndata: {RESULT}\n\n");
         let replies = [

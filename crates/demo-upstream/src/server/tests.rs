@@ -565,7 +565,7 @@ async fn demo_options_serve_the_whole_catalog() {
             break;
         }
     }
-    assert_eq!(count, crate::demo::demo_tools().len());
+    assert_eq!(count, crate::demo_tools().len());
     assert_eq!(text_of(&peer.call(100, "demo-counter", json!({})).await), "1");
     assert_eq!(text_of(&peer.call(101, "demo-counter", json!({})).await), "2");
     let weather = peer

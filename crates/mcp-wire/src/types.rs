@@ -34,7 +34,7 @@ pub struct Tool {
     /// Every other member, in the upstream's order, as one compact JSON object, packed.
     /// `inputSchema` is always present (`{"type":"object"}` when an upstream omits it).
     rest: Packed,
-    /// The definition's hash (see `catalog::snapshot::tool_hash`), computed once.
+    /// The definition's hash (see `proxy_core::catalog::snapshot::tool_hash`), computed once.
     hash: std::sync::OnceLock<u64>,
 }
 

@@ -11,7 +11,7 @@
 //! prefix, so matching it alone would let a deny pattern stop matching when a server is down
 //! to one tool; matching both stable candidates does not.
 
-use crate::model::{name_prefix, CatalogTool};
+use tool_search::model::{name_prefix, CatalogTool};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Policy {
@@ -96,7 +96,7 @@ mod tests {
     use serde_json::json;
 
     fn ct(name: &str, source: &str, annotations: Option<serde_json::Value>) -> CatalogTool {
-        let mut tool: crate::mcp::types::Tool = serde_json::from_value(json!({"name": name})).unwrap();
+        let mut tool: mcp_wire::types::Tool = serde_json::from_value(json!({"name": name})).unwrap();
         if let Some(a) = annotations {
             tool.set_member("annotations", &a);
         }
@@ -135,14 +135,13 @@ mod tests {
 
     #[test]
     fn source_patterns_do_not_depend_on_how_many_tools_share_a_prefix() {
-        use crate::model::assign_sources;
+        use tool_search::model::assign_sources;
         let deny = Policy {
             deny: vec!["source:github".into()],
             ..Default::default()
         };
-        let tool = |n: &str| {
-            std::sync::Arc::new(serde_json::from_value::<crate::mcp::types::Tool>(json!({"name": n})).unwrap())
-        };
+        let tool =
+            |n: &str| std::sync::Arc::new(serde_json::from_value::<mcp_wire::types::Tool>(json!({"name": n})).unwrap());
         // The only github- tool left: its display source falls back to the upstream label.
         let lonely = assign_sources("agg", vec![tool("github-delete_repo"), tool("gmail-send")]);
         assert_eq!(lonely[0].source, "agg");

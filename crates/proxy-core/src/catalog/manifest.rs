@@ -16,7 +16,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::snapshot::{Snapshot, UpstreamState};
-use crate::mcp::types::Tool;
+use mcp_wire::types::Tool;
 
 pub const FORMAT: &str = "mcp-search-proxy/manifest@1";
 
@@ -38,7 +38,7 @@ pub struct ManifestUpstream {
     pub instructions: Option<String>,
     /// The era the upstream spoke (a hint that spares the discovery probe at the next start).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub era: Option<crate::upstream::Era>,
+    pub era: Option<mcp_wire::Era>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol_version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -78,7 +78,7 @@ impl Manifest {
     }
 
     /// The era recorded for the upstream at `url`, if any.
-    pub fn era_of(&self, url: &str) -> Option<crate::upstream::Era> {
+    pub fn era_of(&self, url: &str) -> Option<mcp_wire::Era> {
         let url = crate::redact::url(url);
         self.upstreams.iter().find(|u| u.url == url).and_then(|u| u.era)
     }
@@ -251,7 +251,7 @@ mod tests {
             label: "a".into(),
             url: url.into(),
             tools: vec![tool("t1").into()],
-            era: Some(crate::upstream::Era::Legacy),
+            era: Some(mcp_wire::Era::Legacy),
             ..Default::default()
         }];
         let snap = Snapshot::build(states, 1, &Default::default());
@@ -259,7 +259,7 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains("hunter2") && !text.contains("sk-secret"), "{text}");
         let m = load(&path).unwrap().unwrap();
-        assert_eq!(m.era_of(url), Some(crate::upstream::Era::Legacy));
+        assert_eq!(m.era_of(url), Some(mcp_wire::Era::Legacy));
         let st = m.into_states(&[("renamed".to_string(), url.to_string())]);
         assert_eq!(st[0].tools.len(), 1);
         assert_eq!(st[0].url, url, "the state keeps the configured URL");

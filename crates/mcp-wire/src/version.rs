@@ -37,3 +37,23 @@ mod tests {
         assert!(!is_supported_legacy("2026-07-28"));
     }
 }
+
+/// The protocol era a peer speaks: the 2025-era session protocol or the stateless 2026-07-28
+/// revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Era {
+    /// 2025-era handshake (`initialize`), possibly with a sticky session.
+    Legacy,
+    /// 2026-07-28: stateless, every request self-describing.
+    Modern,
+}
+
+impl Era {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Era::Legacy => "legacy",
+            Era::Modern => "modern",
+        }
+    }
+}

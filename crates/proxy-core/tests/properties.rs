@@ -12,16 +12,16 @@ use proptest::prelude::*;
 use proptest::test_runner::Config;
 use serde_json::{json, Value};
 
-use proxy_actors::catalog::snapshot::{Snapshot, UpstreamState};
-use proxy_actors::catalog_file::load_catalog;
-use proxy_actors::mcp::jsonrpc::{self, Incoming, Request, RequestId, RpcError, INVALID_REQUEST, PARSE_ERROR};
-use proxy_actors::mcp::sse::{encode_event, Decoder, Event};
-use proxy_actors::mcp::types::Tool;
-use proxy_actors::model::CatalogTool;
-use proxy_actors::policy::Policy;
-use proxy_actors::search::analyzer::{query_words, words, Analyzer};
-use proxy_actors::search::names::{compact, deletions, looks_like_identifier, within_one_edit};
-use proxy_actors::search::{Hit, Index, MAX_QUERY_CHARS, MAX_TYPO_WORD_CHARS};
+use mcp_wire::jsonrpc::{self, Incoming, Request, RequestId, RpcError, INVALID_REQUEST, PARSE_ERROR};
+use mcp_wire::sse::{encode_event, Decoder, Event};
+use mcp_wire::types::Tool;
+use proxy_core::catalog::snapshot::{Snapshot, UpstreamState};
+use proxy_core::policy::Policy;
+use tool_search::analyzer::{query_words, words, Analyzer};
+use tool_search::catalog_file::load_catalog;
+use tool_search::model::CatalogTool;
+use tool_search::names::{compact, deletions, looks_like_identifier, within_one_edit};
+use tool_search::{Hit, Index, MAX_QUERY_CHARS, MAX_TYPO_WORD_CHARS};
 
 fn config(cases: u32) -> Config {
     Config {

@@ -3,53 +3,36 @@
 //! step.
 //!
 //! ```text
-//! cargo run --release -p proxy-actors --example catalog_memory -- ../shared/bench/catalogs/real-11k.json
-//! MANIFEST=/path/to/manifest.json cargo run --release -p proxy-actors --example catalog_memory
+//! cargo run --release -p proxy-core --example catalog_memory -- ../shared/bench/catalogs/real-11k.json
+//! MANIFEST=/path/to/manifest.json cargo run --release -p proxy-core --example catalog_memory
 //! ```
 //!
 //! With a catalog file it parses the file as `mcp-search-proxy search` does; with `MANIFEST`
 //! it loads a manifest written by the proxy, as a start from the manifest does.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use proxy_actors::catalog::{manifest, Snapshot};
-use proxy_actors::model::CatalogTool;
-use proxy_actors::search::Index;
-
-struct Counting;
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let now = CURRENT.fetch_add(l.size(), Ordering::Relaxed) + l.size();
-        PEAK.fetch_max(now, Ordering::Relaxed);
-        System.alloc(l)
-    }
-
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        CURRENT.fetch_sub(l.size(), Ordering::Relaxed);
-        System.dealloc(p, l)
-    }
-}
+use peak_alloc::PeakAlloc;
+use proxy_core::catalog::{manifest, Snapshot};
+use tool_search::model::CatalogTool;
+use tool_search::Index;
 
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: PeakAlloc = PeakAlloc;
 
 fn mib(bytes: usize) -> String {
     format!("{:.1} MiB", bytes as f64 / 1_048_576.0)
 }
 
 fn now() -> usize {
-    CURRENT.load(Ordering::Relaxed)
+    ALLOCATOR.current_usage()
 }
 
 /// Peak since the last call, then resets it.
 fn peak() -> usize {
-    PEAK.swap(now(), Ordering::Relaxed)
+    let p = ALLOCATOR.peak_usage();
+    ALLOCATOR.reset_peak_usage();
+    p
 }
 
 fn main() {
@@ -82,7 +65,7 @@ fn main() {
             .nth(1)
             .expect("usage: catalog_memory CATALOG.json (or MANIFEST=...)");
         let t = Instant::now();
-        let tools = proxy_actors::catalog_file::load_catalog_path(std::path::Path::new(&path)).expect("catalog loads");
+        let tools = tool_search::catalog_file::load_catalog_path(std::path::Path::new(&path)).expect("catalog loads");
         println!(
             "{} tools parsed: {} in {:?} (peak {})",
             tools.len(),

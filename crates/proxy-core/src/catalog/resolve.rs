@@ -18,8 +18,8 @@
 //! too (they could have meant it).
 
 use super::snapshot::Snapshot;
-use crate::model::name_prefix;
-use crate::search::names::within_one_edit;
+use tool_search::model::name_prefix;
+use tool_search::names::within_one_edit;
 
 /// How a name was resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,7 +120,7 @@ pub fn normalize(name: &str) -> String {
 mod tests {
     use super::*;
     use crate::catalog::UpstreamState;
-    use crate::mcp::types::Tool;
+    use mcp_wire::types::Tool;
     use serde_json::json;
 
     fn snap(names: &[&str]) -> Snapshot {

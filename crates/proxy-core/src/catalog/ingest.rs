@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::mcp::types::Tool;
+use mcp_wire::types::Tool;
 
 /// Longest tool name admitted, in characters.
 pub const MAX_TOOL_NAME_CHARS: usize = 256;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::mcp::types::Tool;
+use mcp_wire::types::Tool;
 
 /// A tool in the merged catalog.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

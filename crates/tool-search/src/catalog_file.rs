@@ -14,8 +14,8 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::mcp::types::Tool;
 use crate::model::{assign_sources, CatalogTool};
+use mcp_wire::types::Tool;
 
 /// Upstream label given to the tools of a flat `{"tools": [...]}` catalog.
 pub const FLAT_LABEL: &str = "catalog";

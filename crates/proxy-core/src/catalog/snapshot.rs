@@ -11,10 +11,10 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::mcp::types::Tool;
-use crate::model::{assign_sources, CatalogTool};
 use crate::policy::Policy;
-use crate::search::Index;
+use mcp_wire::types::Tool;
+use tool_search::model::{assign_sources, CatalogTool};
+use tool_search::Index;
 
 /// What the catalog knows about one upstream: its last good listing and how fresh it is.
 #[derive(Debug, Clone, Default)]
@@ -31,7 +31,7 @@ pub struct UpstreamState {
     /// The upstream's initialize `instructions`.
     pub instructions: Option<String>,
     /// The protocol era it spoke at its last listing.
-    pub era: Option<crate::upstream::Era>,
+    pub era: Option<mcp_wire::Era>,
     pub protocol_version: Option<String>,
     /// A modern upstream's `ttlMs` hint for its tool list.
     pub ttl_ms: Option<u64>,
@@ -88,7 +88,6 @@ impl Snapshot {
     /// Merges upstream states (in configuration order) into a snapshot, keeping only the
     /// tools the policy allows.
     pub fn build(upstreams: Vec<UpstreamState>, generation: u64, policy: &Policy) -> Snapshot {
-        let _heavy = crate::memory::heavy_work();
         let mut tools: Vec<CatalogTool> = Vec::new();
         let mut by_name: HashMap<String, usize> = HashMap::new();
         let mut collisions = Vec::new();

@@ -9,10 +9,10 @@
 //! first size, with a few hundred megabytes measured, instead of taking the machine's memory.
 
 use peak_alloc::PeakAlloc;
-use proxy_actors::catalog_file::load_catalog;
-use proxy_actors::model::CatalogTool;
-use proxy_actors::search::Index;
 use serde_json::json;
+use tool_search::catalog_file::load_catalog;
+use tool_search::model::CatalogTool;
+use tool_search::Index;
 
 #[global_allocator]
 static ALLOC: PeakAlloc = PeakAlloc;

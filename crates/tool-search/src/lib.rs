@@ -139,9 +139,11 @@
 mod aliases;
 pub mod analyzer;
 mod build;
+pub mod catalog_file;
 pub mod eval;
 mod explain;
 mod fxhash;
+pub mod model;
 pub mod names;
 mod query;
 mod score;

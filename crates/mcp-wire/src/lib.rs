@@ -1,0 +1,23 @@
+//! mcp-wire: the MCP protocol as data, with no runtime and no actix.
+//!
+//! # Layout
+//!
+//! - [`jsonrpc`]: JSON-RPC 2.0 envelopes; [`jsonrpc::Incoming::parse`] classifies a body into
+//!   request, notification or response and says precisely what is wrong with a bad one.
+//! - [`types`]: tool definitions as upstreams list them (name, title and description parsed,
+//!   every other member kept as compact, packed JSON text).
+//! - [`sse`]: the Server-Sent Events decoder and encoder (bounded, chunking-independent).
+//! - [`version`]: the 2025-era protocol versions and negotiation, and [`Era`].
+//! - [`modern`]: the 2026-07-28 revision: `_meta` keys, `Mcp-Method`/`Mcp-Name`/`Mcp-Param-*`
+//!   header rules, refusals and their codes.
+//!
+//! Everything here is pure and unit-tested without a runtime; the proxy's HTTP layer and its
+//! upstream client both read and write the wire through it.
+
+pub mod jsonrpc;
+pub mod modern;
+pub mod sse;
+pub mod types;
+pub mod version;
+
+pub use version::Era;

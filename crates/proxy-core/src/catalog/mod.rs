@@ -1,0 +1,15 @@
+//! The catalog as data: what upstreams listed, admitted, merged and indexed.
+//!
+//! - [`ingest`]: admission of upstream tool definitions (name charset and text sizes, hidden
+//!   characters removed).
+//! - [`snapshot`]: the immutable merged catalog (tools, routing, index, fingerprint, sources,
+//!   policy applied) and the pure merge that builds it.
+//! - [`resolve`]: which tool a client's name means (only spellings that cannot name another).
+//! - [`manifest`]: the last good catalog on disk, written atomically.
+
+pub mod ingest;
+pub mod manifest;
+pub mod resolve;
+pub mod snapshot;
+
+pub use snapshot::{Collision, Snapshot, UpstreamState};
