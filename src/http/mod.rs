@@ -7,9 +7,12 @@
 //! Each published value has one writer, its actor; handlers never take a lock to change state.
 
 pub mod auth;
+pub mod checks;
+pub mod error;
 pub mod health;
 pub mod mcp;
 pub mod sessions;
+pub mod stream;
 pub mod tools;
 
 use std::collections::HashMap;
@@ -65,8 +68,8 @@ pub struct AppState {
     /// Upstream actors by label (the catalog routes tool → label).
     pub upstreams: HashMap<String, Addr<UpstreamActor>>,
     pub settings: HttpSettings,
-    /// `tools/list` result, serialised once.
-    pub tools_list: Arc<serde_json::Value>,
+    /// The `tools/list` results without pinned tools, serialised once.
+    pub tools_list: mcp::ToolsList,
     /// Legacy client sessions (ended ids, cancel handles of calls in flight).
     pub sessions: Addr<sessions::ClientSessions>,
     /// The ended legacy session ids, published by `sessions`.
@@ -89,7 +92,7 @@ impl AppState {
             snapshots,
             upstreams,
             settings,
-            tools_list: Arc::new(serde_json::json!({ "tools": tools::definitions() })),
+            tools_list: mcp::ToolsList::default(),
             sessions: actix::Actor::start(client_sessions),
             ended_sessions,
             lifecycle: tokio::sync::watch::channel(Lifecycle::Serving).0,

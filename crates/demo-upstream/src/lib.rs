@@ -30,7 +30,8 @@ const CATALOG_JSON: &str = include_str!("catalog.json");
 /// # Panics
 /// Never at run time in practice: the catalog is a compile-time constant and the tests parse it.
 pub fn demo_tools() -> Vec<serde_json::Value> {
-    let catalog: serde_json::Value = serde_json::from_str(CATALOG_JSON).expect("crates/demo-upstream/src/catalog.json is valid JSON");
+    let catalog: serde_json::Value =
+        serde_json::from_str(CATALOG_JSON).expect("crates/demo-upstream/src/catalog.json is valid JSON");
     match catalog.get("tools") {
         Some(serde_json::Value::Array(tools)) => tools.clone(),
         _ => panic!("crates/demo-upstream/src/catalog.json has no \"tools\" array"),

@@ -18,3 +18,4 @@ pub mod args;
 pub mod catalog;
 pub mod policy;
 pub mod redact;
+pub mod tools;

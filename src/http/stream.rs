@@ -1,0 +1,66 @@
+//! How answers leave: one JSON body, one SSE event, or an SSE stream of the notifications an
+//! upstream sends while a call runs (progress), then the result.
+
+use std::future::Future;
+
+use actix_web::http::header;
+use actix_web::HttpResponse;
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use mcp_wire::sse;
+
+use super::checks::Accepts;
+
+/// A JSON-RPC message (already serialised) as JSON when the client accepts it (or said
+/// nothing), else as a one-event SSE stream.
+pub fn reply(accepts: Accepts, text: String) -> HttpResponse {
+    if accepts.json {
+        return HttpResponse::Ok().content_type("application/json").body(text);
+    }
+    sse_response().body(sse::encode_event(&text, None))
+}
+
+/// Streams the notifications `rx` receives as SSE events while `call` runs, then the message
+/// `call` resolves to. The call runs inside the response stream: a client that disconnects
+/// drops it (and whatever it holds, such as the handle that cancels an upstream call).
+pub fn notifications_then<F>(call: F, rx: mpsc::UnboundedReceiver<Value>) -> HttpResponse
+where
+    F: Future<Output = Value> + Unpin + 'static,
+{
+    enum Phase<F> {
+        Running(F, mpsc::UnboundedReceiver<Value>),
+        Done,
+    }
+    let events = futures_util::stream::unfold(Phase::Running(call, rx), move |phase| async move {
+        let Phase::Running(mut call, mut rx) = phase else {
+            return None;
+        };
+        tokio::select! {
+            biased;
+            Some(note) = rx.recv() => {
+                let text = sse::encode_event(&note.to_string(), None);
+                Some((Ok::<_, actix_web::Error>(Bytes::from(text)), Phase::Running(call, rx)))
+            }
+            response = &mut call => {
+                // Flush notifications that raced the result, then the result itself.
+                let mut text = String::new();
+                while let Ok(note) = rx.try_recv() {
+                    text.push_str(&sse::encode_event(&note.to_string(), None));
+                }
+                text.push_str(&sse::encode_event(&response.to_string(), None));
+                Some((Ok(Bytes::from(text)), Phase::Done))
+            }
+        }
+    });
+    sse_response().streaming(events)
+}
+
+fn sse_response() -> actix_web::HttpResponseBuilder {
+    let mut b = HttpResponse::Ok();
+    b.content_type("text/event-stream")
+        .insert_header((header::CACHE_CONTROL, "no-cache"))
+        .insert_header(("X-Accel-Buffering", "no"));
+    b
+}
