@@ -271,12 +271,7 @@ impl Config {
                 }
             },
         };
-        let port = match get(PORT) {
-            None => DEFAULT_PORT,
-            Some(v) => v
-                .parse::<u16>()
-                .map_err(|_| err(PORT, format!("{v:?} is not a port number (0-65535)")))?,
-        };
+        let port = parse_port(get(PORT))?;
         let client_tokens = client_tokens(get(PROXY_TOKENS), get(PROXY_TOKENS_FILE))?;
         let allow_unauthenticated = parse_bool(ALLOW_UNAUTHENTICATED, get(ALLOW_UNAUTHENTICATED))?;
         let open = !client_tokens.is_empty() || allow_unauthenticated;
@@ -332,20 +327,8 @@ impl Config {
             None => DEFAULT_MAX_RESULT,
             Some(v) => parse_positive(MAX_RESULT_BYTES, &v)? as usize,
         };
-        let log_level = match get(LOG_LEVEL) {
-            None => log::LevelFilter::Info,
-            Some(v) => v.parse::<log::LevelFilter>().map_err(|_| {
-                err(
-                    LOG_LEVEL,
-                    format!("{v:?} is not one of off, error, warn, info, debug, trace"),
-                )
-            })?,
-        };
-        let log_format = match get(LOG_FORMAT).as_deref().map(str::to_ascii_lowercase).as_deref() {
-            None | Some("json") => LogFormat::Json,
-            Some("text") => LogFormat::Text,
-            Some(other) => return Err(err(LOG_FORMAT, format!("{other:?} is not json or text"))),
-        };
+        let log_level = parse_log_level(get(LOG_LEVEL))?;
+        let log_format = parse_log_format(get(LOG_FORMAT), LogFormat::Json)?;
         let patterns = |var: &'static str| -> Result<Vec<String>, ConfigError> {
             let list: Vec<String> = get(var)
                 .map(|v| split_list(&v).map(str::to_string).collect())
@@ -392,6 +375,49 @@ impl Config {
             shutdown_grace,
             refresh_min_interval,
         })
+    }
+}
+
+/// What `mcp-search-proxy demo` reads: `PORT`, `LOG_LEVEL` and `LOG_FORMAT` (default text,
+/// for a person at a terminal), with the same rules as the service.
+pub fn demo_from_lookup(
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Result<(u16, log::LevelFilter, LogFormat), ConfigError> {
+    let get = |k: &str| get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+    Ok((
+        parse_port(get(PORT))?,
+        parse_log_level(get(LOG_LEVEL))?,
+        parse_log_format(get(LOG_FORMAT), LogFormat::Text)?,
+    ))
+}
+
+fn parse_port(v: Option<String>) -> Result<u16, ConfigError> {
+    match v {
+        None => Ok(DEFAULT_PORT),
+        Some(v) => v
+            .parse::<u16>()
+            .map_err(|_| err(PORT, format!("{v:?} is not a port number (0-65535)"))),
+    }
+}
+
+fn parse_log_level(v: Option<String>) -> Result<log::LevelFilter, ConfigError> {
+    match v {
+        None => Ok(log::LevelFilter::Info),
+        Some(v) => v.parse::<log::LevelFilter>().map_err(|_| {
+            err(
+                LOG_LEVEL,
+                format!("{v:?} is not one of off, error, warn, info, debug, trace"),
+            )
+        }),
+    }
+}
+
+fn parse_log_format(v: Option<String>, default: LogFormat) -> Result<LogFormat, ConfigError> {
+    match v.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        None => Ok(default),
+        Some("json") => Ok(LogFormat::Json),
+        Some("text") => Ok(LogFormat::Text),
+        Some(other) => Err(err(LOG_FORMAT, format!("{other:?} is not json or text"))),
     }
 }
 
@@ -781,6 +807,24 @@ mod tests {
         bad(MAX_CONNECTIONS, "many");
         bad(REFRESH_MIN_INTERVAL_SEC, "-1");
         bad(ALLOW_UNAUTHENTICATED, "perhaps");
+    }
+
+    #[test]
+    fn the_demo_reads_port_and_logging_with_the_same_rules() {
+        let demo = |vars: &[(&str, &str)]| {
+            let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            demo_from_lookup(&|k| map.get(k).cloned())
+        };
+        assert_eq!(
+            demo(&[]).unwrap(),
+            (DEFAULT_PORT, log::LevelFilter::Info, LogFormat::Text)
+        );
+        assert_eq!(
+            demo(&[(PORT, "9000"), (LOG_FORMAT, "JSON")]).unwrap(),
+            (9000, log::LevelFilter::Info, LogFormat::Json)
+        );
+        assert_eq!(demo(&[(LOG_FORMAT, "xml")]).unwrap_err().var, LOG_FORMAT);
+        assert_eq!(demo(&[(PORT, "x")]).unwrap_err().var, PORT);
     }
 
     #[test]

@@ -77,26 +77,12 @@ fn serve() -> ExitCode {
 
 fn demo() -> ExitCode {
     // The demo needs no configuration, but honours PORT and the log settings when given.
-    let get = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-    let port = match get(config::PORT).map(|v| v.trim().parse::<u16>()) {
-        None => config::DEFAULT_PORT,
-        Some(Ok(p)) => p,
-        Some(Err(_)) => {
-            eprintln!("mcp-search-proxy: invalid configuration: PORT: not a port number");
+    let (port, log_level, log_format) = match config::demo_from_lookup(&|k| std::env::var(k).ok()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("mcp-search-proxy: {e}");
             return ExitCode::from(EX_USAGE);
         }
-    };
-    let log_level = match get(config::LOG_LEVEL).map(|v| v.parse::<log::LevelFilter>()) {
-        None => log::LevelFilter::Info,
-        Some(Ok(l)) => l,
-        Some(Err(_)) => {
-            eprintln!("mcp-search-proxy: invalid configuration: LOG_LEVEL: not a log level");
-            return ExitCode::from(EX_USAGE);
-        }
-    };
-    let log_format = match get(config::LOG_FORMAT).as_deref() {
-        Some("json") => config::LogFormat::Json,
-        _ => config::LogFormat::Text,
     };
     logging::init(log_level, log_format);
     let settings = cli::demo::DemoSettings {

@@ -55,9 +55,6 @@ const TOOLS_LIST_TTL_MS: u64 = 24 * 3600 * 1000;
 const PINNED_TOOLS_LIST_TTL_MS: u64 = 60 * 1000;
 const DISCOVER_TTL_MS: u64 = 60 * 1000;
 
-/// JSON-RPC code for a request the client cancelled.
-const REQUEST_CANCELLED: i64 = -32800;
-
 /// The `tools/list` results without pinned tools, serialised once per era (the four
 /// definitions are constants): a listing costs a string copy, not a JSON build.
 #[derive(Debug, Clone)]
@@ -214,7 +211,7 @@ pub async fn post(
     };
     let mut resp = stream::reply(accepts, text);
     if era == Era::Legacy && request.method == "initialize" {
-        if let Ok(v) = header::HeaderValue::from_str(&sessions::mint_id()) {
+        if let Some(v) = sessions::mint_id().and_then(|id| header::HeaderValue::from_str(&id).ok()) {
             resp.headers_mut()
                 .insert(header::HeaderName::from_static("mcp-session-id"), v);
         }
@@ -245,7 +242,7 @@ async fn cancellable(
             });
             let outcome = tokio::select! {
                 r = &mut call => r,
-                _ = cancel_rx => Err(Failure::Rpc(RpcError::new(REQUEST_CANCELLED, "Request cancelled by the client"))),
+                _ = cancel_rx => Err(Failure::Rpc(RpcError::new(jsonrpc::REQUEST_CANCELLED, "Request cancelled by the client"))),
             };
             state.sessions.do_send(sessions::Untrack {
                 session: session.to_string(),

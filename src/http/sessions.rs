@@ -96,28 +96,12 @@ impl Actor for ClientSessions {
     type Context = Context<Self>;
 }
 
-/// A fresh, unguessable session id (32 hex digits from the OS random source).
-pub fn mint_id() -> String {
+/// A fresh, unguessable session id (32 hex digits from the OS random source), or `None` when
+/// the OS cannot give randomness (sessions are optional here: the client then gets none).
+pub fn mint_id() -> Option<String> {
     let mut bytes = [0u8; 16];
-    let filled = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
-        .is_ok();
-    if !filled {
-        // No /dev/urandom: std's randomly keyed hasher over the time is still unguessable
-        // enough for an id that grants nothing.
-        use std::hash::{BuildHasher, Hasher};
-        for chunk in bytes.chunks_mut(8) {
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u128(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos())
-                    .unwrap_or(0),
-            );
-            chunk.copy_from_slice(&h.finish().to_le_bytes()[..chunk.len()]);
-        }
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Ends a session: later requests carrying it get 404 (once this message is handled).
@@ -209,8 +193,8 @@ mod tests {
 
     #[test]
     fn ids_are_32_hex_digits_and_differ() {
-        let a = mint_id();
-        let b = mint_id();
+        let a = mint_id().unwrap();
+        let b = mint_id().unwrap();
         assert_eq!(a.len(), 32);
         assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);

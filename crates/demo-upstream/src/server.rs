@@ -32,7 +32,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
-use std::io::{self, Read};
+use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -969,26 +969,10 @@ fn origin_is_loopback(origin: &str) -> bool {
     host.eq_ignore_ascii_case("localhost") || host == "127.0.0.1" || host == "::1"
 }
 
-/// 128 random bits as 32 hex digits (visible ASCII, as the spec requires).
-///
-/// The OS source makes ids unguessable; no `rand` dependency is taken for one call site. If
-/// it is missing, std's randomly keyed SipHash over a counter and the clock stands in.
+/// 128 random bits from the OS as 32 hex digits (visible ASCII, as the spec requires).
 fn mint_session_id() -> String {
     let mut bytes = [0u8; 16];
-    let from_os = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
-    if from_os.is_err() {
-        use std::hash::{BuildHasher, Hasher};
-        static FALLBACK_COUNTER: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_nanos());
-        for chunk in bytes.chunks_mut(8) {
-            let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-            hasher.write_u128(nanos);
-            hasher.write_u64(FALLBACK_COUNTER.fetch_add(1, Ordering::Relaxed));
-            chunk.copy_from_slice(&hasher.finish().to_le_bytes());
-        }
-    }
+    getrandom::fill(&mut bytes).expect("the OS random source is available");
     hex(&bytes)
 }
 

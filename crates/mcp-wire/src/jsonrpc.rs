@@ -11,6 +11,8 @@ use serde_json::{Map, Value};
 pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
+/// A request the client cancelled (LSP's `RequestCancelled`, used by MCP SDKs).
+pub const REQUEST_CANCELLED: i64 = -32800;
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
 /// Implementation-defined server error, used by SDKs for transport-level problems.
