@@ -1,19 +1,18 @@
 //! mcp-search-proxy: an MCP server that stands in front of tool-heavy MCP upstreams and
 //! exposes four tools (`mcp_search`, `mcp_describe`, `mcp_call`, `mcp_refresh`) instead of
-//! hundreds of schemas.
+//! hundreds of schemas. This crate is the shell: process, configuration, HTTP.
 //!
 //! # Layout
 //!
 //! ```text
-//! MCP client ── POST /mcp ──► http::mcp (checks, JSON-RPC dispatch)
-//!                               │  http::tools (the four tools; pure over a catalog snapshot)
-//!                               ├─► CatalogActor (proxy-actors::catalog): snapshot, index,
-//!                               │     routing, fingerprint, manifest, refresh state machine
-//!                               │     ┄┄ publishes each snapshot on a watch channel ┄┄► handlers
+//! MCP client ── POST /mcp ──► http::checks (origin, token, body) ► http::mcp (JSON-RPC, era)
+//!                               │  http::tools: proxy_core::tools over the current snapshot
+//!                               ├─► CatalogActor (proxy-actors): snapshot, refresh state
+//!                               │     machine, manifest ┄┄ publishes each snapshot ┄┄► handlers
 //!                               ├─► ClientSessions (http::sessions): ended legacy sessions
 //!                               │     (published the same way), calls in flight to cancel
-//!                               └─► UpstreamActor × N (proxy-actors::upstream): awc client,
-//!                                     session, token, timeout, reset/retry
+//!                               └─► UpstreamActor × N (proxy-actors): session, token,
+//!                                     timeouts, retries ──► upstream MCP servers
 //! ```
 //!
 //! Every piece of shared state has one owner, an actor, which alone changes it. Handlers
@@ -23,13 +22,16 @@
 //!
 //! - [`config`]: environment variables → [`config::Config`] (exit 64 on a bad value).
 //! - [`logging`]: JSON lines on stdout.
-//! - [`http`]: routes, handlers and the four tools; handlers send messages to actors and read
-//!   what actors publish.
-//! - [`server`]: starts the actors and the HTTP server (also used in-process by tests).
-//! - [`demo`]: an embedded MCP upstream for `mcp-search-proxy demo` and for fault-injection tests.
-//! - [`cli`]: the `demo`, `demo-upstream`, `search` and `eval` subcommands (`search` and `eval`
-//!   run the same code path as `mcp_search`).
-//! - `proxy-actors` (the `actors/` crate): wire types, SSE decoder, search index, actors.
+//! - [`http`]: routes and handlers; they only translate between HTTP/JSON-RPC and calls into
+//!   `proxy-core` plus messages to the actors.
+//! - [`server`]: starts the actors and the HTTP server, and drains it at shutdown (also used
+//!   in-process by tests).
+//! - [`cli`]: the `demo`, `demo-upstream`, `search` and `eval` subcommands (`search` and
+//!   `eval` run the same code path as `mcp_search`).
+//!
+//! The other crates: `mcp-wire` (the protocol as data), `tool-search` (the index),
+//! `proxy-core` (the four tools as pure functions, the snapshot, the manifest),
+//! `proxy-actors` (the two actors), `demo-upstream` (the embedded demo server).
 
 pub mod cli;
 pub mod config;
