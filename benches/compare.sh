@@ -24,6 +24,8 @@
 #   CATALOGS          catalog directory (default ../shared/bench/catalogs)
 #   OUT               keep raw JSON results and logs in this directory (default: a temporary
 #                     directory, removed at exit)
+#   MIMALLOC_ARENA_EAGER_COMMIT, MIMALLOC_PURGE_DELAY
+#                     the allocator options of the proxy (default 0 and 10: the Dockerfile's)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -48,6 +50,10 @@ CONCURRENCY=(1 16 64)
 BIG_PAGE_SIZE="${BIG_PAGE_SIZE:-500}"
 # Duration of the tool in the extra "realistic tool" row (milliseconds).
 SLOW_TOOL_MS="${SLOW_TOOL_MS:-5}"
+
+# The proxy runs with the allocator options the container image sets (deploy/Dockerfile).
+export MIMALLOC_ARENA_EAGER_COMMIT="${MIMALLOC_ARENA_EAGER_COMMIT:-0}"
+export MIMALLOC_PURGE_DELAY="${MIMALLOC_PURGE_DELAY:-10}"
 
 log() { printf '[compare] %s\n' "$*" >&2; }
 die() { printf '[compare] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -137,8 +143,8 @@ start_upstream() { # catalog port logfile [demo-upstream options...]
 }
 
 start_proxy() { # upstream-url port logfile [manifest]
-  UPSTREAMS="bench=$1" CATALOG_TTL_SEC=0 LOG_LEVEL=warn PORT="$2" BIND_ADDR=127.0.0.1 \
-    MANIFEST_PATH="${4:-}" "$BIN" serve >"$3" 2>&1 &
+  UPSTREAMS="bench=$1" CATALOG_TTL_SEC=0 REFRESH_MIN_INTERVAL_SEC=0 LOG_LEVEL=warn PORT="$2" \
+    BIND_ADDR=127.0.0.1 MANIFEST_PATH="${4:-}" "$BIN" serve >"$3" 2>&1 &
   PIDS+=("$!")
   LAST_PID=$!
 }
