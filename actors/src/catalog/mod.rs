@@ -3,7 +3,7 @@
 //!
 //! Readers never wait for a refresh: the actor publishes every `Arc<Snapshot>` it swaps in on a
 //! `watch` channel ([`CatalogActor::subscribe`]; the actor is its only writer, so a reader
-//! needs no message per request; [`GetSnapshot`] asks by message) and the HTTP workers search
+//! needs no message per request) and the HTTP workers search
 //! the snapshot on their own threads; a refresh builds a new snapshot off
 //! the actor (merge, index build and manifest write run on a blocking thread) and swaps it in
 //! whole.
@@ -105,11 +105,6 @@ impl RefreshReason {
         }
     }
 }
-
-/// Current snapshot (cheap: an `Arc` clone).
-#[derive(Message)]
-#[rtype(result = "Arc<Snapshot>")]
-pub struct GetSnapshot;
 
 /// Asks for a fan-out refresh and waits for its outcome.
 #[derive(Message)]
@@ -224,12 +219,6 @@ impl CatalogActor {
     /// a read lock held for nanoseconds); it changes whenever a refresh swaps one in.
     pub fn subscribe(&self) -> tokio::sync::watch::Receiver<Arc<Snapshot>> {
         self.published.subscribe()
-    }
-
-    /// Creates the actor, loading the manifest (if configured) so the catalog is served at once.
-    pub fn new(cfg: CatalogConfig, upstreams: Vec<UpstreamHandle>) -> CatalogActor {
-        let manifest = cfg.manifest_path.as_deref().and_then(load_manifest_logged);
-        CatalogActor::with_manifest(cfg, upstreams, manifest)
     }
 
     /// Creates the actor from an already loaded manifest.
@@ -439,14 +428,6 @@ impl Handler<ToolsChanged> for CatalogActor {
             act.list_changed_pending = false;
             act.trigger(RefreshReason::ListChanged, None, ctx);
         });
-    }
-}
-
-impl Handler<GetSnapshot> for CatalogActor {
-    type Result = MessageResult<GetSnapshot>;
-
-    fn handle(&mut self, _: GetSnapshot, _: &mut Self::Context) -> Self::Result {
-        MessageResult(self.snapshot.clone())
     }
 }
 

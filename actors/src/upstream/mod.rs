@@ -189,14 +189,6 @@ impl UpstreamActor {
         });
         (addr, arbiter)
     }
-
-    /// Starts the actor on the current arbiter.
-    pub fn start_here(spec: UpstreamSpec) -> Addr<UpstreamActor> {
-        UpstreamActor {
-            conn: Rc::new(Connection::new(spec)),
-        }
-        .start()
-    }
 }
 
 impl Actor for UpstreamActor {
@@ -1252,8 +1244,14 @@ mod tests {
         assert!(session_lost(404, None));
         assert!(session_lost(400, None));
         assert!(!session_lost(500, None));
-        assert!(session_lost(200, Some(&RpcError::new(-32000, "Session not found"))));
-        assert!(!session_lost(200, Some(&RpcError::new(-32602, "Unknown tool"))));
+        assert!(session_lost(
+            200,
+            Some(&RpcError::new(jsonrpc::SERVER_ERROR, "Session not found"))
+        ));
+        assert!(!session_lost(
+            200,
+            Some(&RpcError::new(jsonrpc::INVALID_PARAMS, "Unknown tool"))
+        ));
     }
 
     #[test]
@@ -1274,10 +1272,10 @@ mod tests {
                 detail: "busy".into()
             }
         );
-        let e = RpcError::new(-32602, "bad");
+        let e = RpcError::new(jsonrpc::INVALID_PARAMS, "bad");
         let rpc = interpret(r(200, None), Some(e.clone())).unwrap_err();
         assert_eq!(rpc, UpstreamError::Rpc(e));
-        let long = RpcError::new(-32000, "ü".repeat(5000));
+        let long = RpcError::new(jsonrpc::SERVER_ERROR, "ü".repeat(5000));
         let Err(UpstreamError::Rpc(cut)) = interpret(r(200, None), Some(long)) else {
             panic!("an RPC error")
         };
