@@ -193,14 +193,22 @@ impl CatalogActor {
         let policy = self.cfg.policy.clone();
         log::debug!(reason = reason.as_str(); "catalog refresh started");
         let fut = async move {
-            let calls = handles.iter().zip(&previous.upstreams).map(|(h, state)| {
-                let addr = h.addr.clone();
+            // Each snapshot entry is listed by the upstream actor of the same label.
+            let calls = previous.upstreams.iter().map(|state| {
+                let addr = handles.iter().find(|h| h.label == state.label).map(|h| h.addr.clone());
                 let msg = ListTools {
                     previous: state.tools.clone(),
                 };
-                async move { addr.send(msg).await.unwrap_or(Err(UpstreamError::Unavailable)) }
+                let label = state.label.clone();
+                async move {
+                    let result = match addr {
+                        Some(addr) => addr.send(msg).await.unwrap_or(Err(UpstreamError::Unavailable)),
+                        None => Err(UpstreamError::Unavailable),
+                    };
+                    (label, result)
+                }
             });
-            let results: Vec<Result<Listing, UpstreamError>> = futures_util::future::join_all(calls).await;
+            let results: Vec<(String, Result<Listing, UpstreamError>)> = futures_util::future::join_all(calls).await;
             let work = move || apply_fanout(&previous, results, reason, started, manifest_path.as_deref(), &policy);
             match tokio::task::spawn_blocking(work).await {
                 Ok(r) => r,

@@ -17,7 +17,8 @@
 //! threads; a refresh builds a new snapshot off the actor (merge, index build and manifest
 //! write run on a blocking thread) and swaps it in whole.
 //!
-//! Refresh state machine (triggers: startup, TTL, `mcp_refresh`, unknown tool):
+//! Refresh state machine (triggers: startup, TTL, `mcp_refresh`, unknown tool, an upstream's
+//! list change, the retry while an upstream never answered):
 //!
 //! ```text
 //!            trigger                      fan-out done

@@ -2,7 +2,7 @@
 //! ([`apply_fanout`]), the change journal, the reports a refresh returns, and the timing rules
 //! (the effective TTL and its jitter). The actor (see [`super::actor`]) only sequences these.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -104,10 +104,12 @@ pub(super) fn effective_ttl(configured: Option<Duration>, hints_ms: impl Iterato
     })
 }
 
-/// Merges a fan-out's results into a new snapshot (pure apart from the manifest write).
+/// Merges a fan-out's results into a new snapshot (pure apart from the manifest write). Each
+/// result names its upstream's label and goes to the snapshot entry of that label; an entry
+/// without a result is kept as it was.
 pub(super) fn apply_fanout(
     previous: &Snapshot,
-    results: Vec<Result<Listing, UpstreamError>>,
+    results: Vec<(String, Result<Listing, UpstreamError>)>,
     reason: RefreshReason,
     started: Instant,
     manifest_path: Option<&std::path::Path>,
@@ -116,7 +118,11 @@ pub(super) fn apply_fanout(
     let now = now_ms();
     let mut states = previous.upstreams.clone();
     let mut any_ok = false;
-    for (state, result) in states.iter_mut().zip(results) {
+    let mut results: HashMap<String, Result<Listing, UpstreamError>> = results.into_iter().collect();
+    for state in states.iter_mut() {
+        let Some(result) = results.remove(&state.label) else {
+            continue;
+        };
         match result {
             Ok(listing) => {
                 any_ok = true;
@@ -316,6 +322,51 @@ mod tests {
             let j = jitter(Duration::from_secs(100));
             assert!(j >= Duration::from_secs(90) && j <= Duration::from_secs(110), "{j:?}");
         }
+    }
+
+    #[test]
+    fn listings_go_to_the_entry_of_their_label_whatever_their_order() {
+        use mcp_wire::types::Tool;
+        use mcp_wire::Era;
+        use std::sync::Arc;
+        let tool = |n: &str| -> Arc<Tool> { Arc::new(serde_json::from_value(serde_json::json!({"name": n})).unwrap()) };
+        let state = |label: &str| UpstreamState {
+            label: label.into(),
+            url: format!("http://{label}/mcp"),
+            ..Default::default()
+        };
+        let listing = |name: &str| Listing {
+            tools: vec![tool(name)],
+            instructions: None,
+            era: Era::Legacy,
+            protocol_version: "2025-06-18".into(),
+            ttl_ms: None,
+        };
+        let previous = Snapshot::build(vec![state("a"), state("b"), state("c")], 1, &Default::default());
+        let results = vec![
+            ("c".to_string(), Err(UpstreamError::Unavailable)),
+            ("b".to_string(), Ok(listing("from_b"))),
+            ("a".to_string(), Ok(listing("from_a"))),
+        ];
+        let (snapshot, report) = apply_fanout(
+            &previous,
+            results,
+            RefreshReason::Explicit,
+            Instant::now(),
+            None,
+            &Default::default(),
+        )
+        .unwrap();
+        let tools_of = |label: &str| -> Vec<String> {
+            let entry = snapshot.upstreams.iter().find(|u| u.label == label).unwrap();
+            entry.tools.iter().map(|t| t.name.clone()).collect()
+        };
+        assert_eq!(tools_of("a"), ["from_a"]);
+        assert_eq!(tools_of("b"), ["from_b"]);
+        assert!(tools_of("c").is_empty());
+        let c = report.upstreams.iter().find(|u| u.label == "c").unwrap();
+        assert!(!c.ok && c.error.is_some(), "{c:?}");
+        assert_eq!(snapshot.get("from_a").map(|t| t.upstream.as_str()), Some("a"));
     }
 
     #[test]
