@@ -65,7 +65,7 @@ use serde_json::{json, Map, Value};
 
 pub use cancel::{cancel_pair, CancelHandle, CancelReason, CancelToken};
 pub use error::UpstreamError;
-use transport::{NotificationSink, RequestHeaders};
+use transport::{Envelope, Message, NotificationSink};
 
 use mcp_wire::jsonrpc::{self, RequestId, RpcError};
 use mcp_wire::types::Tool;
@@ -280,16 +280,14 @@ impl Handler<EndSession> for UpstreamActor {
                 (s.session_id.take(), s.protocol_version.clone())
             };
             let Some(sid) = sid else { return };
-            let headers = RequestHeaders {
-                bearer: conn.spec.token.as_deref(),
+            let envelope = Envelope::Legacy {
                 session_id: Some(&sid),
-                protocol_version: (!version.is_empty()).then_some(version.as_str()),
-                ..Default::default()
+                version: &version,
             };
             // Bounded like everything sent upstream: by the upstream's timeout, and at most 2 s
             // (it runs at shutdown).
             let bound = conn.spec.timeout.min(END_SESSION_TIMEOUT);
-            let end = transport::end_session(&conn.client, &conn.spec.url, &headers);
+            let end = conn.client.end_session(envelope);
             let _ = tokio::time::timeout(bound, end).await;
             log::debug!(upstream = conn.spec.label.as_str(); "upstream session ended");
         })
@@ -384,7 +382,7 @@ impl Connection {
             ..Default::default()
         };
         Connection {
-            client: transport::Client::new(connect_timeout),
+            client: transport::Client::new(spec.url.clone(), spec.token.clone(), connect_timeout),
             spec,
             session: RefCell::new(session),
             init_lock: tokio::sync::Mutex::new(()),
@@ -453,19 +451,15 @@ impl Connection {
                 s.protocol_version.clone(),
             )
         };
-        let bearer = self.spec.token.as_deref();
         // Opening the stream is bounded like any request; reading it is not (it is meant to
         // stay open), but each of its events is.
         let open = match era {
             Era::Legacy => {
-                let headers = RequestHeaders {
-                    bearer,
+                let envelope = Envelope::Legacy {
                     session_id: session_id.as_deref(),
-                    protocol_version: Some(&version),
-                    ..Default::default()
+                    version: &version,
                 };
-                let open = transport::open_stream(&self.client, &self.spec.url, &headers, None);
-                self.with_timeout(open).await
+                self.with_timeout(self.client.open_stream(envelope, None)).await
             }
             Era::Modern => {
                 let id = RequestId::Num(self.fresh_id());
@@ -474,18 +468,14 @@ impl Connection {
                     "_meta": modern::request_meta(CLIENT_NAME, env!("CARGO_PKG_VERSION")),
                 });
                 let body = jsonrpc::request(&id, "subscriptions/listen", Some(params));
-                let headers = RequestHeaders {
-                    bearer,
-                    protocol_version: Some(modern::LATEST_MODERN),
+                let message = Message {
                     method: Some("subscriptions/listen"),
+                    idempotent: true,
                     ..Default::default()
                 };
-                let open = transport::open_stream(
-                    &self.client,
-                    &self.spec.url,
-                    &headers,
-                    Some(Bytes::from(body.to_string())),
-                );
+                let open = self
+                    .client
+                    .open_stream(Envelope::Modern, Some((message, Bytes::from(body.to_string()))));
                 self.with_timeout(open).await
             }
         };
@@ -564,18 +554,23 @@ impl Connection {
     /// Fire-and-forget POST of a notification or a response within the legacy session,
     /// bounded by `timeout`; failures are not interesting to anyone.
     async fn post_in_session(&self, message: &Value, timeout: Duration) {
-        let (session_id, version) = {
+        let (era, session_id, version) = {
             let s = self.session.borrow();
-            (s.session_id.clone(), s.protocol_version.clone())
+            (s.era, s.session_id.clone(), s.protocol_version.clone())
         };
-        let headers = RequestHeaders {
-            bearer: self.spec.token.as_deref(),
-            session_id: session_id.as_deref(),
-            protocol_version: Some(&version),
+        let envelope = match era {
+            Some(Era::Modern) => Envelope::Modern,
+            _ => Envelope::Legacy {
+                session_id: session_id.as_deref(),
+                version: &version,
+            },
+        };
+        let what = Message {
+            method: message.get("method").and_then(Value::as_str),
             ..Default::default()
         };
         let body = Bytes::from(message.to_string());
-        let send = transport::post(&self.client, &self.spec.url, &headers, body, None, 64 * 1024, None);
+        let send = self.client.post(envelope, what, body, None, 64 * 1024, None);
         let _ = tokio::time::timeout(timeout.min(self.spec.timeout), send).await;
     }
 
@@ -790,21 +785,16 @@ impl Connection {
             )
         };
         let mut params = params;
-        let encoded_name;
-        let param_headers;
-        let headers = match era {
+        let envelope = match era {
             Era::Legacy => {
                 if let (Some(meta), Some(Value::Object(p))) = (opts.meta, params.as_mut()) {
                     if !meta.is_empty() {
                         p.insert("_meta".into(), Value::Object(meta.clone()));
                     }
                 }
-                RequestHeaders {
-                    bearer: self.spec.token.as_deref(),
+                Envelope::Legacy {
                     session_id: session_id.as_deref(),
-                    protocol_version: Some(&version),
-                    idempotent: method != "tools/call",
-                    ..Default::default()
+                    version: &version,
                 }
             }
             Era::Modern => {
@@ -814,33 +804,27 @@ impl Connection {
                 if let Value::Object(p) = p {
                     p.insert("_meta".into(), Value::Object(meta));
                 }
-                encoded_name = opts.name.map(modern::encode_header_value);
-                param_headers = match (opts.input_schema, params.as_ref().and_then(|p| p.get("arguments"))) {
-                    (Some(schema), Some(args)) => modern::param_headers(schema, args),
-                    _ => Vec::new(),
-                };
-                RequestHeaders {
-                    bearer: self.spec.token.as_deref(),
-                    session_id: None,
-                    protocol_version: Some(modern::LATEST_MODERN),
-                    method: Some(method),
-                    name: encoded_name.as_deref(),
-                    params: &param_headers,
-                    idempotent: method != "tools/call",
-                }
+                Envelope::Modern
             }
         };
         let body = jsonrpc::request(&rid, method, params);
-        let reply = match transport::post(
-            &self.client,
-            &self.spec.url,
-            &headers,
-            Bytes::from(body.to_string()),
-            Some(&rid),
-            self.spec.max_response_bytes,
-            opts.sink,
-        )
-        .await
+        let message = Message {
+            method: Some(method),
+            name: opts.name,
+            mirror: opts.input_schema.zip(body.pointer("/params/arguments")),
+            idempotent: method != "tools/call",
+        };
+        let reply = match self
+            .client
+            .post(
+                envelope,
+                message,
+                Bytes::from(body.to_string()),
+                Some(&rid),
+                self.spec.max_response_bytes,
+                opts.sink,
+            )
+            .await
         {
             Ok(r) => r,
             Err(e) => return Attempt::Done(Err(e)),
@@ -938,12 +922,10 @@ impl Connection {
         let id = RequestId::Num(self.fresh_id());
         let params = json!({ "_meta": modern::request_meta(CLIENT_NAME, env!("CARGO_PKG_VERSION")) });
         let body = jsonrpc::request(&id, "server/discover", Some(params));
-        let headers = RequestHeaders {
-            protocol_version: Some(modern::LATEST_MODERN),
-            method: Some("server/discover"),
-            ..Default::default()
-        };
-        let reply = match self.post_handshake(headers, &body, Some(&id)).await {
+        let reply = match self
+            .post_handshake(Envelope::Modern, "server/discover", &body, Some(&id))
+            .await
+        {
             Ok(r) => r,
             // A 2xx reply that is not valid MCP (e.g. an SSE stream without an answer) is a
             // legacy server that does not know the method; transport errors propagate.
@@ -961,30 +943,24 @@ impl Connection {
         Ok(self.found(era, instructions, list_changed))
     }
 
-    /// One handshake message (probe, `initialize`, `notifications/initialized`): `headers`
-    /// plus the bearer token; safe to resend on a stale pooled connection.
+    /// One handshake message (probe, `initialize`, `notifications/initialized`) of `method`
+    /// in `envelope`; safe to resend on a stale pooled connection.
     async fn post_handshake(
         &self,
-        headers: RequestHeaders<'_>,
+        envelope: Envelope<'_>,
+        method: &str,
         message: &Value,
         expect_id: Option<&RequestId>,
     ) -> Result<transport::Reply, UpstreamError> {
-        let headers = RequestHeaders {
-            bearer: self.spec.token.as_deref(),
+        let what = Message {
+            method: Some(method),
             idempotent: true,
-            ..headers
+            ..Default::default()
         };
         let body = Bytes::from(message.to_string());
-        transport::post(
-            &self.client,
-            &self.spec.url,
-            &headers,
-            body,
-            expect_id,
-            self.spec.max_response_bytes,
-            None,
-        )
-        .await
+        self.client
+            .post(envelope, what, body, expect_id, self.spec.max_response_bytes, None)
+            .await
     }
 
     fn found(&self, era: Era, instructions: Option<String>, list_changed: bool) -> Era {
@@ -1006,7 +982,9 @@ impl Connection {
             "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
         });
         let body = jsonrpc::request(&id, "initialize", Some(params));
-        let reply = self.post_handshake(RequestHeaders::default(), &body, Some(&id)).await?;
+        let reply = self
+            .post_handshake(Envelope::Bare, "initialize", &body, Some(&id))
+            .await?;
         let session_id = reply.session_id.clone();
         let rpc_error = reply.message.as_ref().and_then(transport::rpc_error_of);
         let result = interpret(reply, rpc_error)?;
@@ -1041,12 +1019,13 @@ impl Connection {
 
         // notifications/initialized completes the handshake.
         let note = jsonrpc::notification("notifications/initialized", None);
-        let headers = RequestHeaders {
+        let envelope = Envelope::Legacy {
             session_id: session_id.as_deref(),
-            protocol_version: Some(&negotiated),
-            ..Default::default()
+            version: &negotiated,
         };
-        let ack = self.post_handshake(headers, &note, None).await?;
+        let ack = self
+            .post_handshake(envelope, "notifications/initialized", &note, None)
+            .await?;
         if !(200..300).contains(&ack.status) {
             return Err(UpstreamError::Http {
                 status: ack.status,
