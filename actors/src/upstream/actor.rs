@@ -1,4 +1,21 @@
-//! The actor, its messages and their handlers (moved from mod.rs).
+//! The actor, its messages and their handlers. All per-upstream state lives in the
+//! [`Connection`] (see `session.rs`), shared by the actor and its request futures.
+//!
+//! # Listing
+//! `tools/list` is read page by page within the limits below; a definition equal to one of the
+//! previous listing is that very `Arc`. A modern upstream's tool whose `x-mcp-header`
+//! annotations are invalid is skipped, as is any definition that is not a valid tool.
+//!
+//! # Calls: progress, timeouts, cancellation
+//! `notifications/progress` arriving on a call's SSE stream are forwarded to the caller as they
+//! come, and each one extends the call's timeout (by one upstream timeout, up to four times
+//! the timeout in all). A timeout error states how long the request really ran. If the
+//! caller's receiver is dropped (its client went away), the call is abandoned: the upstream
+//! stream is closed (the modern era's cancellation) and a legacy upstream is also sent
+//! `notifications/cancelled` for the request.
+//!
+//! `EndSession` does not handshake: it ends a sticky legacy session (`SessionState::ended`)
+//! and sends its `DELETE`, bounded by the upstream's timeout and at most 2 s.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -10,7 +27,7 @@ use serde_json::{json, Map, Value};
 
 use super::cancel::{CancelReason, CancelToken};
 use super::error::UpstreamError;
-use super::session::{Connection, RequestOptions};
+use super::session::{Connection, Ready, RequestOptions, SessionState};
 use super::transport::Envelope;
 use mcp_wire::jsonrpc;
 use mcp_wire::types::Tool;
@@ -68,7 +85,7 @@ pub struct CallTool {
     pub meta: Map<String, Value>,
     /// Where `notifications/*` that precede the result are forwarded.
     pub notifications: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
-    /// Abandons the call when its handle cancels it or is dropped (see [`cancel`]).
+    /// Abandons the call when its handle cancels it or is dropped (see [`cancel`](super::cancel)).
     pub cancel: Option<CancelToken>,
 }
 
@@ -199,15 +216,18 @@ impl Handler<GetStatus> for UpstreamActor {
     type Result = MessageResult<GetStatus>;
 
     fn handle(&mut self, _: GetStatus, _: &mut Self::Context) -> Self::Result {
-        let s = self.conn.session.borrow();
-        MessageResult(UpstreamStatus {
-            label: self.conn.spec.label.clone(),
-            initialized: s.ready,
-            era: s.era,
-            has_session: s.session_id.is_some(),
-            protocol_version: s.ready.then(|| s.protocol_version.clone()),
-            generation: s.generation,
-        })
+        let label = self.conn.spec.label.clone();
+        MessageResult(self.conn.session.read(|s| {
+            let ready = s.context().map(|c| c.session);
+            UpstreamStatus {
+                label,
+                initialized: ready.is_some(),
+                era: s.era(),
+                has_session: ready.as_ref().is_some_and(Ready::has_session_id),
+                protocol_version: ready.as_ref().map(|r| r.protocol_version().to_string()),
+                generation: s.generation(),
+            }
+        }))
     }
 }
 
@@ -217,14 +237,9 @@ impl Handler<EndSession> for UpstreamActor {
     fn handle(&mut self, _: EndSession, _: &mut Self::Context) -> Self::Result {
         let conn = self.conn.clone();
         Box::pin(async move {
-            let (sid, version) = {
-                let mut s = conn.session.borrow_mut();
-                if s.session_id.is_some() {
-                    s.ready = false;
-                }
-                (s.session_id.take(), s.protocol_version.clone())
+            let Some((sid, version)) = conn.session.update(SessionState::ended) else {
+                return;
             };
-            let Some(sid) = sid else { return };
             let envelope = Envelope::Legacy {
                 session_id: Some(&sid),
                 version: &version,
@@ -274,7 +289,7 @@ impl Connection {
         };
         for _ in 0..MAX_PAGES {
             let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-            let mut result = self.request("tools/list", params, opts).await?;
+            let (mut result, ctx) = self.request("tools/list", params, opts).await?;
             if received.get() > max_bytes {
                 return Err(UpstreamError::InvalidReply(format!(
                     "tools/list pages add up to more than {max_bytes} bytes (the proxy's limit for one listing)"
@@ -293,7 +308,7 @@ impl Connection {
                     "tools/list returned more than {MAX_LISTED_TOOLS} tools (the proxy's limit for one upstream)"
                 )));
             }
-            let modern_era = self.session.borrow().era == Some(Era::Modern);
+            let modern_era = ctx.era() == Era::Modern;
             for t in page {
                 match serde_json::from_value::<Tool>(t) {
                     Ok(tool) if tool.name.is_empty() => {
@@ -331,12 +346,11 @@ impl Connection {
                     cursor = Some(next.to_string());
                 }
                 None => {
-                    let s = self.session.borrow();
                     return Ok(Listing {
                         tools,
-                        instructions: s.instructions.clone(),
-                        era: s.era.unwrap_or(Era::Legacy),
-                        protocol_version: s.protocol_version.clone(),
+                        instructions: self.session.read(|s| s.instructions().map(str::to_string)),
+                        era: ctx.era(),
+                        protocol_version: ctx.session.protocol_version().to_string(),
                         ttl_ms,
                     });
                 }
@@ -382,7 +396,7 @@ impl Connection {
                 return Err(UpstreamError::Cancelled(reason));
             }
         };
-        let result = outcome?;
+        let (result, _) = outcome?;
         if !result.is_object() {
             return Err(UpstreamError::InvalidReply("tools/call result is not an object".into()));
         }
@@ -417,7 +431,7 @@ impl Connection {
     /// A legacy upstream is told the request is cancelled (the modern era's cancellation is
     /// the closed stream itself, already done by dropping the request).
     async fn cancel_upstream(&self, id: Option<i64>, reason: CancelReason) {
-        let era = self.session.borrow().era;
+        let era = self.session.read(SessionState::era);
         log::info!(upstream = self.spec.label.as_str(), era = era.map(Era::as_str).unwrap_or("unknown"), reason = reason.as_str(); "upstream call cancelled");
         let (Some(Era::Legacy), Some(id)) = (era, id) else {
             return;

@@ -1,4 +1,11 @@
-//! Pure reply classifiers (moved from mod.rs).
+//! Pure reply classifiers: what an upstream's reply means for the session and the request.
+//! No I/O and no state; each is unit-tested below.
+//!
+//! - [`classify_probe`]: which era the answer to `server/discover` says the upstream speaks.
+//! - [`attempt`]: how one request's reply ends its attempt: a result or error
+//!   ([`interpret`]), a lost legacy session ([`session_lost`]), or a modern upstream that no
+//!   longer speaks the modern era ([`modern_refusal_means_other_era`]).
+//! - [`capped_message`]: an upstream's error message as the proxy repeats it.
 
 use serde_json::Value;
 
@@ -8,6 +15,7 @@ use mcp_wire::jsonrpc::{self, RpcError};
 use mcp_wire::{modern, Era};
 
 /// How one attempt ended, before the retry decision.
+#[derive(Debug, PartialEq)]
 pub(super) enum Attempt {
     Done(Result<Value, UpstreamError>),
     /// Legacy: the request carried a session the upstream no longer knows.
@@ -16,12 +24,23 @@ pub(super) enum Attempt {
     EraChanged,
 }
 
+/// Reads the reply to a request sent in `era`; `carried_session`: whether it carried an
+/// `Mcp-Session-Id` (only such a request can find its session lost).
+pub(super) fn attempt(era: Era, carried_session: bool, reply: transport::Reply) -> Attempt {
+    let rpc_error = reply.message.as_ref().and_then(transport::rpc_error_of);
+    match era {
+        Era::Legacy if carried_session && session_lost(reply.status, rpc_error.as_ref()) => Attempt::SessionLost,
+        Era::Modern if modern_refusal_means_other_era(reply.status, rpc_error.as_ref()) => Attempt::EraChanged,
+        _ => Attempt::Done(interpret(reply, rpc_error)),
+    }
+}
+
 /// An upstream's error message, as repeated in the proxy's errors and logs.
 const MAX_ERROR_MESSAGE_CHARS: usize = 1000;
 
 /// An upstream's error message as the proxy repeats it (in errors, logs and to the model): at
 /// most [`MAX_ERROR_MESSAGE_CHARS`] characters, then `…`.
-pub(super) fn capped_message(message: &str) -> String {
+fn capped_message(message: &str) -> String {
     match message.char_indices().nth(MAX_ERROR_MESSAGE_CHARS) {
         None => message.to_string(),
         Some((end, _)) => format!("{}…", &message[..end]),
@@ -130,6 +149,103 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn reply(status: u16, message: Option<Value>) -> transport::Reply {
+        transport::Reply {
+            status,
+            session_id: None,
+            message,
+            bytes: 0,
+        }
+    }
+
+    #[test]
+    fn the_probe_answer_tells_the_era() {
+        let probe = |status, message: Value| {
+            let error = transport::rpc_error_of(&message);
+            classify_probe(status, Some(&message), error.as_ref())
+        };
+        let failed = |code: i64| json!({"jsonrpc": "2.0", "id": 1, "error": {"code": code, "message": "no"}});
+        let listing = |versions: Value| json!({"jsonrpc": "2.0", "id": 1, "result": {"supportedVersions": versions}});
+        assert_eq!(probe(200, listing(json!(["2026-07-28"]))), Ok(Era::Modern));
+        assert_eq!(probe(200, listing(json!(["2025-06-18"]))), Ok(Era::Legacy));
+        assert_eq!(
+            probe(200, failed(jsonrpc::METHOD_NOT_FOUND)),
+            Ok(Era::Legacy),
+            "a legacy server does not know the method"
+        );
+        for code in [
+            modern::HEADER_MISMATCH,
+            modern::MISSING_CLIENT_CAPABILITY,
+            jsonrpc::INVALID_PARAMS,
+        ] {
+            assert_eq!(probe(400, failed(code)), Ok(Era::Modern), "{code}");
+        }
+        assert_eq!(probe(400, failed(jsonrpc::INVALID_REQUEST)), Ok(Era::Legacy));
+        assert_eq!(probe(404, failed(jsonrpc::INVALID_PARAMS)), Ok(Era::Legacy));
+        assert_eq!(probe(405, json!("Method Not Allowed")), Ok(Era::Legacy));
+        let offers = |versions: Value| {
+            let mut m = failed(modern::UNSUPPORTED_VERSION);
+            m["error"]["data"] = json!({ "supported": versions });
+            m
+        };
+        assert_eq!(probe(400, offers(json!(["2026-07-28"]))), Ok(Era::Modern));
+        assert_eq!(probe(400, offers(json!(["2025-06-18"]))), Ok(Era::Legacy));
+        for status in [401, 403, 500, 503] {
+            assert!(
+                matches!(probe(status, failed(jsonrpc::SERVER_ERROR)), Err(UpstreamError::Http { status: s, .. }) if s == status),
+                "{status}: the era cannot be known yet"
+            );
+        }
+    }
+
+    #[test]
+    fn a_modern_refusal_in_the_legacy_manner_means_the_era_changed() {
+        let e = |code| Some(RpcError::new(code, "no"));
+        let other_era = |status, error: Option<RpcError>| modern_refusal_means_other_era(status, error.as_ref());
+        assert!(other_era(200, e(modern::UNSUPPORTED_VERSION)));
+        assert!(other_era(400, e(modern::UNSUPPORTED_VERSION)));
+        assert!(other_era(400, e(jsonrpc::INVALID_REQUEST)));
+        assert!(other_era(400, None));
+        assert!(!other_era(400, e(modern::HEADER_MISMATCH)));
+        assert!(!other_era(400, e(modern::MISSING_CLIENT_CAPABILITY)));
+        assert!(!other_era(400, e(jsonrpc::INVALID_PARAMS)));
+        assert!(other_era(404, None));
+        assert!(other_era(404, e(jsonrpc::SERVER_ERROR)));
+        assert!(
+            !other_era(404, e(jsonrpc::METHOD_NOT_FOUND)),
+            "a modern 'no such method'"
+        );
+        assert!(other_era(405, None));
+        assert!(!other_era(200, e(jsonrpc::METHOD_NOT_FOUND)));
+        assert!(!other_era(500, None));
+    }
+
+    #[test]
+    fn an_attempt_ends_by_era_and_session() {
+        let not_found = || reply(404, Some(json!("Not Found")));
+        assert_eq!(attempt(Era::Legacy, true, not_found()), Attempt::SessionLost);
+        assert_eq!(
+            attempt(Era::Legacy, false, not_found()),
+            Attempt::Done(Err(UpstreamError::Http {
+                status: 404,
+                detail: "Not Found".into()
+            })),
+            "a stateless upstream has no session to lose"
+        );
+        assert_eq!(attempt(Era::Modern, false, not_found()), Attempt::EraChanged);
+        let ok = || reply(200, Some(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}})));
+        for (era, session) in [(Era::Legacy, true), (Era::Legacy, false), (Era::Modern, false)] {
+            assert_eq!(attempt(era, session, ok()), Attempt::Done(Ok(json!({"tools": []}))));
+        }
+        let expired = reply(
+            200,
+            Some(
+                json!({"jsonrpc": "2.0", "id": 1, "error": {"code": jsonrpc::SERVER_ERROR, "message": "Session expired"}}),
+            ),
+        );
+        assert_eq!(attempt(Era::Legacy, true, expired), Attempt::SessionLost);
+    }
+
     #[test]
     fn session_loss_is_recognised_by_status_and_message() {
         assert!(session_lost(404, None));
@@ -147,12 +263,7 @@ mod tests {
 
     #[test]
     fn interpret_separates_http_rpc_and_invalid_replies() {
-        let r = |status, message| transport::Reply {
-            status,
-            session_id: None,
-            message,
-            bytes: 0,
-        };
+        let r = reply;
         let ok = interpret(r(200, Some(json!({"jsonrpc":"2.0","id":1,"result":{"x":1}}))), None);
         assert_eq!(ok.unwrap(), json!({"x":1}));
         let http = interpret(r(503, Some(Value::String("busy".into()))), None).unwrap_err();

@@ -1,4 +1,12 @@
-//! The list-change follower (moved from mod.rs).
+//! The list-change follower: after the handshake, an upstream that advertises
+//! `tools.listChanged` is followed on a stream of its own (the legacy era's `GET`, the modern
+//! era's `subscriptions/listen` POST), and each `notifications/tools/list_changed` is reported
+//! to the catalog ([`ToolsChanged`]). The stream is reopened with back-off (1 s doubling to
+//! 60 s) when it breaks; an upstream that refuses the stream is left alone. Pings on the stream
+//! are answered (some servers end a session whose pings go unanswered); any other request is
+//! refused with "method not found" (the proxy declares no client capabilities). A legacy `GET`
+//! that finds its session gone (404) reports it lost (`SessionState::lost`), so the next
+//! handshake makes a new one.
 
 use std::time::{Duration, Instant};
 
@@ -8,24 +16,24 @@ use serde_json::{json, Value};
 
 use super::actor::ToolsChanged;
 use super::error::UpstreamError;
-use super::session::{Connection, CLIENT_NAME};
-use super::transport::{Envelope, Message};
+use super::session::{Connection, Ready, RequestContext, SessionState, CLIENT_NAME};
+use super::transport::Message;
 use mcp_wire::jsonrpc::{self, RequestId};
-use mcp_wire::{modern, Era};
+use mcp_wire::modern;
 
 /// One event (or unfinished line) of the list-change stream, which only ever carries short
 /// notifications and pings (and at most the reply cap).
 const MAX_STREAM_EVENT_BYTES: usize = 64 * 1024;
 
 impl Connection {
-    /// The list-changes loop (see [`FollowListChanges`]).
+    /// The list-changes loop (see [`FollowListChanges`](super::FollowListChanges)).
     pub(super) async fn follow_list_changes(&self, to: Recipient<ToolsChanged>) {
         let mut backoff = Duration::from_secs(1);
         loop {
             let opened = Instant::now();
             let outcome = match self.ensure_ready().await {
-                Ok(_) if !self.session.borrow().list_changed => return,
-                Ok(_) => self.listen_once(&to).await,
+                Ok(_) if !self.session.read(SessionState::list_changed) => return,
+                Ok(ctx) => self.listen_once(&ctx, &to).await,
                 Err(e) => Err(e),
             };
             match outcome {
@@ -48,28 +56,15 @@ impl Connection {
         }
     }
 
-    /// Opens one list-change stream and reads it until it ends. `Ok(false)` when the upstream
-    /// refuses such streams (405, -32601).
-    async fn listen_once(&self, to: &Recipient<ToolsChanged>) -> Result<bool, UpstreamError> {
-        let (era, session_id, version) = {
-            let s = self.session.borrow();
-            (
-                s.era.unwrap_or(Era::Legacy),
-                s.session_id.clone(),
-                s.protocol_version.clone(),
-            )
-        };
+    /// Opens one list-change stream in the session `ctx` and reads it until it ends.
+    /// `Ok(false)` when the upstream refuses such streams (404, 405, or a 2xx that is not a
+    /// stream, such as a JSON-RPC "method not found").
+    async fn listen_once(&self, ctx: &RequestContext, to: &Recipient<ToolsChanged>) -> Result<bool, UpstreamError> {
         // Opening the stream is bounded like any request; reading it is not (it is meant to
         // stay open), but each of its events is.
-        let open = match era {
-            Era::Legacy => {
-                let envelope = Envelope::Legacy {
-                    session_id: session_id.as_deref(),
-                    version: &version,
-                };
-                self.with_timeout(self.client.open_stream(envelope, None)).await
-            }
-            Era::Modern => {
+        let open = match &ctx.session {
+            Ready::Legacy { .. } => self.with_timeout(self.client.open_stream(ctx.envelope(), None)).await,
+            Ready::Modern => {
                 let id = RequestId::Num(self.fresh_id());
                 let params = json!({
                     "notifications": {"toolsListChanged": true},
@@ -83,16 +78,16 @@ impl Connection {
                 };
                 let open = self
                     .client
-                    .open_stream(Envelope::Modern, Some((message, Bytes::from(body.to_string()))));
+                    .open_stream(ctx.envelope(), Some((message, Bytes::from(body.to_string()))));
                 self.with_timeout(open).await
             }
         };
         let mut resp = open?;
         let status = resp.status;
         let is_sse = resp.is_sse();
-        if status == 404 && era == Era::Legacy && session_id.is_some() {
+        if status == 404 && ctx.session.has_session_id() {
             // The session is gone: the next ensure_ready re-initializes.
-            self.session.borrow_mut().ready = false;
+            self.session.update(|s| s.lost(ctx.generation, false));
             return Err(UpstreamError::Http {
                 status,
                 detail: "session not found".into(),
@@ -109,7 +104,7 @@ impl Connection {
                 })
             };
         }
-        log::debug!(upstream = self.spec.label.as_str(), era = era.as_str(); "following upstream list changes");
+        log::debug!(upstream = self.spec.label.as_str(), era = ctx.era().as_str(); "following upstream list changes");
         let max_event = MAX_STREAM_EVENT_BYTES.min(self.spec.max_response_bytes);
         let mut decoder = mcp_wire::sse::Decoder::new();
         // Bytes fed since the last complete event (within one chunk of the truth): bounds the

@@ -7,7 +7,7 @@
 //! Header hygiene: [`headers`] is the one header builder. Every request an upstream actor sends
 //! (the POST of requests, notifications and responses, the session `DELETE`, the legacy `GET`
 //! list-change stream, the modern `subscriptions/listen` POST, the SSE resumption `GET`) goes
-//! through [`Client::send`], which takes its headers from [`headers`] and nowhere else: it alone
+//! through `Client::send`, which takes its headers from [`headers`] and nowhere else: it alone
 //! decides `Authorization`, `Mcp-Session-Id`, `MCP-Protocol-Version`, `Mcp-Method`,
 //! `Mcp-Name`, `Mcp-Param-*`, `Accept`, `Content-Type` and `Last-Event-ID`. Below it, only
 //! HTTP's own are added (`Host`, `Content-Length` or `Transfer-Encoding`, and awc's `Date`;
