@@ -10,8 +10,8 @@
 //! through `Client::send`, which takes its headers from [`headers`] and nowhere else: it alone
 //! decides `Authorization`, `Mcp-Session-Id`, `MCP-Protocol-Version`, `Mcp-Method`,
 //! `Mcp-Name`, `Mcp-Param-*`, `Accept`, `Content-Type` and `Last-Event-ID`. Below it, only
-//! HTTP's own are added (`Host`, `Content-Length` or `Transfer-Encoding`, and awc's `Date`;
-//! `raw.rs` writes `Host`, `Connection: close` and `Content-Length`). Nothing of a client's
+//! HTTP's own are added (by awc: `Host`, the body's framing, `Connection` as the pool needs,
+//! `Date`; by `raw.rs`: `Host`, `Connection: close`, `Content-Length`). Nothing of a client's
 //! request passes through.
 //!
 //! Redirects are never followed, on any request (awc's redirect middleware is off): following
@@ -21,7 +21,7 @@
 //! URL may carry secrets).
 //!
 //! Close-delimited replies (HTTP/1.1, no `Content-Length`, not chunked): awc reads them as
-//! empty (see `raw.rs` for why). `Client::send` notices such a reply and from then on
+//! empty (see `raw.rs` for why). `Client::exchange` notices such a reply and from then on
 //! reads that upstream over `raw.rs`; the reply that revealed it is fetched again there
 //! when the request is idempotent, and is a precise error otherwise (a `tools/call` is never
 //! sent twice).
