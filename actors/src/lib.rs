@@ -2,12 +2,26 @@
 //!
 //! # Layout
 //!
-//! - [`upstream`]: `UpstreamActor`, one per configured upstream, on its own arbiter. It owns
-//!   the awc client, the protocol era and legacy session, the bearer token, timeouts and the
-//!   reset/retry rules, and follows the upstream's list changes.
-//! - [`catalog`]: `CatalogActor`, the only writer of the catalog. It owns the current snapshot
-//!   (published on a `watch` channel), the refresh state machine (coalescing, rate limit,
-//!   TTL, retries), the change journal and the manifest file.
+//! - [`upstream`]: `UpstreamActor`, one per configured upstream, on its own arbiter.
+//!   - `upstream/actor.rs`: the actor, its messages and handlers (listing, calls with progress,
+//!     timeouts and cancellation, ending the session).
+//!   - `upstream/session.rs`: the session with the upstream (one `Session` type: unready with
+//!     an era hint, ready legacy with its session id and version, ready modern), its
+//!     transitions, the handshakes (probe, `initialize`) and the reset-and-retry-once rule;
+//!     the era and session state machine is drawn there.
+//!   - `upstream/list_changes.rs`: following the upstream's list changes.
+//!   - `upstream/classify.rs`: pure reply classifiers (which era, session lost, era changed,
+//!     result or error).
+//!   - [`upstream::transport`] (+ `upstream/raw.rs`): HTTP, with the one header builder every
+//!     request goes through; [`upstream::error`]: `UpstreamError`; [`upstream::cancel`]:
+//!     abandoning a call with a reason.
+//! - [`catalog`]: `CatalogActor`, the only writer of the catalog.
+//!   - `catalog/actor.rs`: the actor, its configuration and messages, and the refresh state
+//!     machine (coalescing, rate limit, TTL, retries); it owns the current snapshot (published
+//!     on a `watch` channel) and loads the manifest.
+//!   - `catalog/refresh.rs`: the pure part of a fan-out: merging the listings into a new
+//!     snapshot (by upstream label), the change journal, the reports, the effective TTL and its
+//!     jitter; it writes the manifest.
 //!
 //! What the actors hold is built by pure code in `proxy-core` (snapshot, manifest, admission),
 //! `tool-search` (the index) and `mcp-wire` (messages); the actors only sequence it. The HTTP

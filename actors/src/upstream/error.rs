@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use mcp_wire::jsonrpc::RpcError;
+use mcp_wire::jsonrpc::{self, RpcError};
+use mcp_wire::modern;
 
 /// A failed exchange with one upstream.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,7 +92,7 @@ impl UpstreamError {
     pub fn may_mean_other_era(&self) -> bool {
         match self {
             UpstreamError::Http { status, .. } => matches!(status, 400 | 404 | 405),
-            UpstreamError::Rpc(e) => matches!(e.code, -32022 | -32601),
+            UpstreamError::Rpc(e) => matches!(e.code, modern::UNSUPPORTED_VERSION | jsonrpc::METHOD_NOT_FOUND),
             _ => false,
         }
     }

@@ -8,7 +8,7 @@
 //! status line says HTTP/1.0), so awc hands back an empty body and the bytes are lost. The
 //! only hook below that decision is a custom connector IO, whose types (`actix_tls::connect`)
 //! this crate cannot name without depending on `actix-tls` directly. So the transport notices
-//! such a reply (see `transport::Client::send`) and reads that upstream's replies here:
+//! such a reply (see `transport::Client::exchange`) and reads that upstream's replies here:
 //! plain `http://` only (awc is built without TLS, so nothing else reached the upstream
 //! either), one request per connection, every framing (length, chunked, close) understood.
 //! Bounds: the head at most [`MAX_HEAD_BYTES`] (and [`MAX_HEADERS`] lines), a chunk-size or

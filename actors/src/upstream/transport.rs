@@ -1,9 +1,18 @@
 //! The HTTP side of talking to an upstream: POST a JSON-RPC message and read the reply as JSON
-//! or as an SSE stream (size cap enforced), open a list-change stream, end a session. No
-//! session logic here (see the parent module).
+//! or as an SSE stream (size cap enforced, a stream that closes early resumed), open a
+//! list-change stream, end a session. No session logic here: the session layer says what a
+//! request carries of the session ([`Envelope`]) and what the request is ([`Request`],
+//! [`Message`]).
 //!
-//! Header hygiene: the only headers sent upstream are the ones built here, from
-//! [`RequestHeaders`] (see `header_list`); nothing of a client's request passes through.
+//! Header hygiene: [`headers`] is the one header builder. Every request an upstream actor sends
+//! (the POST of requests, notifications and responses, the session `DELETE`, the legacy `GET`
+//! list-change stream, the modern `subscriptions/listen` POST, the SSE resumption `GET`) goes
+//! through `Client::send`, which takes its headers from [`headers`] and nowhere else: it alone
+//! decides `Authorization`, `Mcp-Session-Id`, `MCP-Protocol-Version`, `Mcp-Method`,
+//! `Mcp-Name`, `Mcp-Param-*`, `Accept`, `Content-Type` and `Last-Event-ID`. Below it, only
+//! HTTP's own are added (by awc: `Host`, the body's framing, `Connection` as the pool needs,
+//! `Date`; by `raw.rs`: `Host`, `Connection: close`, `Content-Length`). Nothing of a client's
+//! request passes through.
 //!
 //! Redirects are never followed, on any request (awc's redirect middleware is off): following
 //! one replayed a `tools/call` (arguments, session id, bearer token) to another host and let a
@@ -12,7 +21,7 @@
 //! URL may carry secrets).
 //!
 //! Close-delimited replies (HTTP/1.1, no `Content-Length`, not chunked): awc reads them as
-//! empty (see `raw.rs` for why). `Client::send` notices such a reply and from then on
+//! empty (see `raw.rs` for why). `Client::exchange` notices such a reply and from then on
 //! reads that upstream over `raw.rs`; the reply that revealed it is fetched again there
 //! when the request is idempotent, and is a precise error otherwise (a `tools/call` is never
 //! sent twice).
@@ -31,48 +40,118 @@ use serde_json::Value;
 use super::error::UpstreamError;
 use super::raw;
 use mcp_wire::jsonrpc::{RequestId, RpcError};
-use mcp_wire::sse;
+use mcp_wire::{modern, sse};
 
-/// Per-request header values the session layer decides.
-#[derive(Debug, Default, Clone)]
-pub struct RequestHeaders<'a> {
-    pub bearer: Option<&'a str>,
-    pub session_id: Option<&'a str>,
-    pub protocol_version: Option<&'a str>,
-    /// Modern era: `Mcp-Method`.
+/// What a request carries of the session, as the session layer copied it out of the session
+/// (see `session::RequestContext`). The session decides *which* envelope a request gets; the
+/// headers it becomes are decided by [`headers`] alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Envelope<'a> {
+    /// Nothing of a session: `initialize`, before the era and any session exist.
+    Bare,
+    /// The legacy era: the negotiated `MCP-Protocol-Version`, and the `Mcp-Session-Id` of a
+    /// stateful upstream (`None`: a stateless one).
+    Legacy {
+        session_id: Option<&'a str>,
+        version: &'a str,
+    },
+    /// The modern era (and the discovery probe, which speaks it): the modern
+    /// `MCP-Protocol-Version` on every request, and no session.
+    Modern,
+}
+
+/// What a POSTed JSON-RPC message says about itself, for its headers and its resending.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Message<'a> {
+    /// The message's method (`Mcp-Method` in the modern era); `None` for a response.
     pub method: Option<&'a str>,
-    /// Modern era: `Mcp-Name` (already encoded).
+    /// The tool called (`Mcp-Name` in the modern era), as named; [`headers`] encodes it.
     pub name: Option<&'a str>,
-    /// Modern era: `Mcp-Param-*` headers (already encoded).
-    pub params: &'a [(String, String)],
+    /// The tool's input schema and the call's arguments: the modern era mirrors the arguments
+    /// the schema marks with `x-mcp-header` into `Mcp-Param-*` headers.
+    pub mirror: Option<(&'a Value, &'a Value)>,
     /// Safe to send twice: when a pooled keep-alive connection turns out to have been closed by
     /// the upstream (no reply at all), the message is sent once more on a fresh connection.
     pub idempotent: bool,
 }
 
+/// Which request goes upstream: its HTTP method and the headers of its kind.
+#[derive(Debug, Clone, Copy)]
+pub enum Request<'a> {
+    /// POST of a JSON-RPC request, notification or response (also the modern
+    /// `subscriptions/listen`, whose reply is a stream).
+    Post(Message<'a>),
+    /// GET of the legacy list-change stream.
+    ListenStream,
+    /// GET resuming a reply's SSE stream after the event `last_event_id`.
+    Resume { last_event_id: &'a str },
+    /// DELETE of the legacy session.
+    EndSession,
+}
+
+impl Request<'_> {
+    fn method(&self) -> Method {
+        match self {
+            Request::Post(_) => Method::POST,
+            Request::ListenStream | Request::Resume { .. } => Method::GET,
+            Request::EndSession => Method::DELETE,
+        }
+    }
+
+    fn idempotent(&self) -> bool {
+        match self {
+            Request::Post(m) => m.idempotent,
+            Request::ListenStream | Request::Resume { .. } | Request::EndSession => true,
+        }
+    }
+}
+
 /// Header names and values of one request.
 pub type HeaderList = Vec<(Cow<'static, str>, String)>;
 
-/// The headers `h` asks for, and no others.
-fn header_list(h: &RequestHeaders<'_>) -> HeaderList {
-    let mut out: HeaderList = Vec::with_capacity(6 + h.params.len());
-    if let Some(token) = h.bearer {
+/// The headers of one request to the upstream: the only place that decides which headers go
+/// upstream (see the module docs). `bearer` is the upstream's configured token.
+pub fn headers(bearer: Option<&str>, envelope: Envelope<'_>, request: &Request<'_>) -> HeaderList {
+    let mut out = HeaderList::with_capacity(8);
+    if let Some(token) = bearer {
         out.push(("Authorization".into(), format!("Bearer {token}")));
     }
-    if let Some(sid) = h.session_id {
-        out.push(("Mcp-Session-Id".into(), sid.to_string()));
+    match envelope {
+        Envelope::Bare => {}
+        Envelope::Legacy { session_id, version } => {
+            if let Some(sid) = session_id {
+                out.push(("Mcp-Session-Id".into(), sid.to_string()));
+            }
+            out.push(("MCP-Protocol-Version".into(), version.to_string()));
+        }
+        Envelope::Modern => out.push(("MCP-Protocol-Version".into(), modern::LATEST_MODERN.to_string())),
     }
-    if let Some(v) = h.protocol_version {
-        out.push(("MCP-Protocol-Version".into(), v.to_string()));
-    }
-    if let Some(m) = h.method {
-        out.push(("Mcp-Method".into(), m.to_string()));
-    }
-    if let Some(n) = h.name {
-        out.push(("Mcp-Name".into(), n.to_string()));
-    }
-    for (k, v) in h.params {
-        out.push((k.clone().into(), v.clone()));
+    match request {
+        Request::Post(message) => {
+            if envelope == Envelope::Modern {
+                if let Some(method) = message.method {
+                    out.push(("Mcp-Method".into(), method.to_string()));
+                }
+                if let Some(name) = message.name {
+                    out.push(("Mcp-Name".into(), modern::encode_header_value(name)));
+                }
+                if let Some((schema, arguments)) = message.mirror {
+                    out.extend(
+                        modern::param_headers(schema, arguments)
+                            .into_iter()
+                            .map(|(k, v)| (k.into(), v)),
+                    );
+                }
+            }
+            out.push(("Content-Type".into(), "application/json".into()));
+            out.push(("Accept".into(), "application/json, text/event-stream".into()));
+        }
+        Request::ListenStream => out.push(("Accept".into(), "text/event-stream".into())),
+        Request::Resume { last_event_id } => {
+            out.push(("Accept".into(), "text/event-stream".into()));
+            out.push(("Last-Event-ID".into(), last_event_id.to_string()));
+        }
+        Request::EndSession => {}
     }
     out
 }
@@ -81,15 +160,17 @@ fn header_list(h: &RequestHeaders<'_>) -> HeaderList {
 /// request once the upstream showed it sends close-delimited replies.
 pub struct Client {
     awc: awc::Client,
+    url: String,
+    /// The upstream's bearer token (`Authorization`); never logged.
+    bearer: Option<String>,
     connect_timeout: Duration,
     /// Set for good once a reply came close-delimited (see the module docs).
     close_delimited: Cell<bool>,
 }
 
-/// One request, as the functions of this module build it.
-struct Outgoing<'a> {
+/// One request, as [`Client::send`] builds it.
+struct Outgoing {
     method: Method,
-    url: &'a str,
     headers: HeaderList,
     body: Option<Bytes>,
     idempotent: bool,
@@ -126,10 +207,10 @@ enum AwcOutcome {
 const BODY_DROPPED: &str = "the reply had neither Content-Length nor chunked encoding (a body ended by closing the connection), which the HTTP client read as empty; the request was not sent again (it is not idempotent); later requests to this upstream read such replies";
 
 impl Client {
-    /// Builds the client of one upstream actor (on its thread). The overall per-request timeout
-    /// is enforced by the caller (it must also cover reading a streamed body), so awc's own
-    /// timeout only guards connection setup.
-    pub fn new(connect_timeout: Duration) -> Self {
+    /// Builds the client of one upstream actor (on its thread): the upstream at `url`, with its
+    /// bearer token. The overall per-request timeout is enforced by the caller (it must also
+    /// cover reading a streamed body), so awc's own timeout only guards connection setup.
+    pub fn new(url: String, bearer: Option<String>, connect_timeout: Duration) -> Self {
         let awc = awc::Client::builder()
             .disable_timeout()
             .disable_redirects()
@@ -141,6 +222,8 @@ impl Client {
             .finish();
         Client {
             awc,
+            url,
+            bearer,
             connect_timeout,
             close_delimited: Cell::new(false),
         }
@@ -151,13 +234,32 @@ impl Client {
         self.close_delimited.get()
     }
 
-    async fn send(&self, req: Outgoing<'_>) -> Result<Incoming, UpstreamError> {
+    /// Sends `request` in `envelope`: every request to the upstream passes here, and its headers
+    /// come from [`headers`] only. `need_body`: whether the reply's body matters.
+    async fn send(
+        &self,
+        envelope: Envelope<'_>,
+        request: Request<'_>,
+        body: Option<Bytes>,
+        need_body: bool,
+    ) -> Result<Incoming, UpstreamError> {
+        self.exchange(Outgoing {
+            method: request.method(),
+            headers: headers(self.bearer.as_deref(), envelope, &request),
+            body,
+            idempotent: request.idempotent(),
+            need_body,
+        })
+        .await
+    }
+
+    async fn exchange(&self, req: Outgoing) -> Result<Incoming, UpstreamError> {
         if !self.close_delimited.get() {
             match self.send_awc(&req).await? {
                 AwcOutcome::Reply(r) => return Ok(r),
                 AwcOutcome::BodyDropped => {
                     self.close_delimited.set(true);
-                    log::warn!(url_host = host_of(req.url).unwrap_or_default().as_str(); "upstream replies are close-delimited: reading them over one connection per request");
+                    log::warn!(url_host = host_of(&self.url).unwrap_or_default().as_str(); "upstream replies are close-delimited: reading them over one connection per request");
                     if !req.idempotent {
                         return Err(UpstreamError::InvalidReply(BODY_DROPPED.into()));
                     }
@@ -167,7 +269,7 @@ impl Client {
         let started = Instant::now();
         let (status, headers, body) = raw::exchange(
             &req.method,
-            req.url,
+            &self.url,
             &req.headers,
             req.body.as_ref(),
             self.connect_timeout,
@@ -179,14 +281,14 @@ impl Client {
             },
             e => e,
         })?;
-        check_redirect(status, &headers, req.url)?;
+        check_redirect(status, &headers, &self.url)?;
         Ok(Incoming { status, headers, body })
     }
 
-    async fn send_awc(&self, req: &Outgoing<'_>) -> Result<AwcOutcome, UpstreamError> {
+    async fn send_awc(&self, req: &Outgoing) -> Result<AwcOutcome, UpstreamError> {
         let started = Instant::now();
         let build = || {
-            let mut r = self.awc.request(req.method.clone(), req.url);
+            let mut r = self.awc.request(req.method.clone(), self.url.as_str());
             for (k, v) in &req.headers {
                 r = r.insert_header((k.as_ref(), v.as_str()));
             }
@@ -210,7 +312,7 @@ impl Client {
         }
         .map_err(|e| send_error(e, started))?;
         let status = resp.status().as_u16();
-        check_redirect(status, resp.headers(), req.url)?;
+        check_redirect(status, resp.headers(), &self.url)?;
         if req.need_body && body_dropped(&req.method, resp.version(), status, resp.headers()) {
             return Ok(AwcOutcome::BodyDropped);
         }
@@ -271,165 +373,120 @@ pub struct Reply {
 /// (`notifications/progress`, `notifications/message`).
 pub type NotificationSink<'a> = Option<&'a dyn Fn(Value)>;
 
-/// POSTs one JSON-RPC message and reads its reply.
-///
-/// `expect_id` is the id of a request (whose response is awaited) or `None` for a
-/// notification (any 2xx, normally 202, is success). HTTP error statuses are returned as
-/// `Ok(Reply)` with the status set and the JSON-RPC error body (if any) in `message`, so the
-/// session layer can tell "session expired" from other failures. `max_bytes` caps the body
-/// (all of its SSE streams together).
-pub async fn post(
-    client: &Client,
-    url: &str,
-    headers: &RequestHeaders<'_>,
-    body: Bytes,
-    expect_id: Option<&RequestId>,
-    max_bytes: usize,
-    on_notification: NotificationSink<'_>,
-) -> Result<Reply, UpstreamError> {
-    let mut list = header_list(headers);
-    list.push(("Content-Type".into(), "application/json".into()));
-    list.push(("Accept".into(), "application/json, text/event-stream".into()));
-    let mut resp = client
-        .send(Outgoing {
-            method: Method::POST,
-            url,
-            headers: list,
-            body: Some(body),
-            idempotent: headers.idempotent,
-            need_body: expect_id.is_some(),
-        })
-        .await?;
-    let status = resp.status;
-    let session_id = resp.header("mcp-session-id").map(str::to_string);
+impl Client {
+    /// POSTs one JSON-RPC message (`message` says what it is; `body` is the message itself) in
+    /// `envelope` and reads its reply.
+    ///
+    /// `expect_id` is the id of a request (whose response is awaited) or `None` for a
+    /// notification or a response (any 2xx, normally 202, is success). HTTP error statuses are
+    /// returned as `Ok(Reply)` with the status set and the JSON-RPC error body (if any) in
+    /// `message`, so the session layer can tell "session expired" from other failures.
+    /// `max_bytes` caps the body (all of its SSE streams together).
+    pub async fn post(
+        &self,
+        envelope: Envelope<'_>,
+        message: Message<'_>,
+        body: Bytes,
+        expect_id: Option<&RequestId>,
+        max_bytes: usize,
+        on_notification: NotificationSink<'_>,
+    ) -> Result<Reply, UpstreamError> {
+        let mut resp = self
+            .send(envelope, Request::Post(message), Some(body), expect_id.is_some())
+            .await?;
+        let status = resp.status;
+        let session_id = resp.header("mcp-session-id").map(str::to_string);
 
-    if resp.is_sse() {
-        let mut seen = 0usize;
-        let mut read = read_sse(&mut resp.body, expect_id, max_bytes, &mut seen, on_notification).await?;
-        // 2025-11-25 (SEP-1699): a server may close the stream before the response, after an
-        // event id and a `retry` hint; the client resumes with GET + Last-Event-ID.
-        let mut resumptions = 0;
-        while expect_id.is_some() && read.message.is_none() && (200..300).contains(&status) {
-            let Some(last_id) = read.last_event_id.clone() else {
-                break;
-            };
-            if resumptions == MAX_RESUMPTIONS {
-                break;
+        if resp.is_sse() {
+            let mut seen = 0usize;
+            let mut read = read_sse(&mut resp.body, expect_id, max_bytes, &mut seen, on_notification).await?;
+            // 2025-11-25 (SEP-1699): a server may close the stream before the response, after an
+            // event id and a `retry` hint; the client resumes with GET + Last-Event-ID.
+            let mut resumptions = 0;
+            while expect_id.is_some() && read.message.is_none() && (200..300).contains(&status) {
+                let Some(last_id) = read.last_event_id.clone() else {
+                    break;
+                };
+                if resumptions == MAX_RESUMPTIONS {
+                    break;
+                }
+                resumptions += 1;
+                let wait = Duration::from_millis(read.retry_ms.unwrap_or(DEFAULT_RETRY_MS).min(MAX_RETRY_MS));
+                tokio::time::sleep(wait).await;
+                let resume = Request::Resume {
+                    last_event_id: &last_id,
+                };
+                let mut again = self.send(envelope, resume, None, true).await?;
+                if !(200..300).contains(&again.status) {
+                    break;
+                }
+                let next = read_sse(&mut again.body, expect_id, max_bytes, &mut seen, on_notification).await?;
+                read = SseRead {
+                    last_event_id: next.last_event_id.or(read.last_event_id),
+                    retry_ms: next.retry_ms.or(read.retry_ms),
+                    message: next.message,
+                };
             }
-            resumptions += 1;
-            let wait = Duration::from_millis(read.retry_ms.unwrap_or(DEFAULT_RETRY_MS).min(MAX_RETRY_MS));
-            tokio::time::sleep(wait).await;
-            let mut list = header_list(&RequestHeaders {
-                bearer: headers.bearer,
-                session_id: headers.session_id,
-                protocol_version: headers.protocol_version,
-                ..Default::default()
+            if expect_id.is_some() && read.message.is_none() && (200..300).contains(&status) {
+                return Err(UpstreamError::InvalidReply(
+                    "the SSE stream ended without a response to the request".into(),
+                ));
+            }
+            return Ok(Reply {
+                status,
+                session_id,
+                message: read.message,
+                bytes: seen,
             });
-            list.push(("Accept".into(), "text/event-stream".into()));
-            list.push(("Last-Event-ID".into(), last_id));
-            let mut again = client
-                .send(Outgoing {
-                    method: Method::GET,
-                    url,
-                    headers: list,
-                    body: None,
-                    idempotent: true,
-                    need_body: true,
-                })
-                .await?;
-            if !(200..300).contains(&again.status) {
-                break;
+        }
+
+        let declared = resp.header("content-length").and_then(|v| v.trim().parse::<u64>().ok());
+        if declared.is_some_and(|n| n > max_bytes as u64) {
+            return Err(UpstreamError::TooLarge { limit: max_bytes });
+        }
+        let bytes = read_body(&mut resp.body, max_bytes).await?;
+        let message = if bytes.iter().all(u8::is_ascii_whitespace) {
+            None
+        } else {
+            match serde_json::from_slice::<Value>(&bytes) {
+                Ok(v) => Some(v),
+                Err(e) if (200..300).contains(&status) && expect_id.is_some() => {
+                    return Err(UpstreamError::InvalidReply(format!("body is not JSON ({e})")))
+                }
+                // An error status with a non-JSON body: keep a readable excerpt for the message.
+                Err(_) => Some(Value::String(excerpt(&bytes))),
             }
-            let next = read_sse(&mut again.body, expect_id, max_bytes, &mut seen, on_notification).await?;
-            read = SseRead {
-                last_event_id: next.last_event_id.or(read.last_event_id),
-                retry_ms: next.retry_ms.or(read.retry_ms),
-                message: next.message,
-            };
+        };
+        if expect_id.is_some() && message.is_none() && (200..300).contains(&status) {
+            return Err(UpstreamError::InvalidReply(format!("empty body with HTTP {status}")));
         }
-        if expect_id.is_some() && read.message.is_none() && (200..300).contains(&status) {
-            return Err(UpstreamError::InvalidReply(
-                "the SSE stream ended without a response to the request".into(),
-            ));
-        }
-        return Ok(Reply {
+        Ok(Reply {
             status,
             session_id,
-            message: read.message,
-            bytes: seen,
-        });
+            message,
+            bytes: bytes.len(),
+        })
     }
 
-    let declared = resp.header("content-length").and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max_bytes as u64) {
-        return Err(UpstreamError::TooLarge { limit: max_bytes });
-    }
-    let bytes = read_body(&mut resp.body, max_bytes).await?;
-    let message = if bytes.iter().all(u8::is_ascii_whitespace) {
-        None
-    } else {
-        match serde_json::from_slice::<Value>(&bytes) {
-            Ok(v) => Some(v),
-            Err(e) if (200..300).contains(&status) && expect_id.is_some() => {
-                return Err(UpstreamError::InvalidReply(format!("body is not JSON ({e})")))
-            }
-            // An error status with a non-JSON body: keep a readable excerpt for the message.
-            Err(_) => Some(Value::String(excerpt(&bytes))),
+    /// Opens a list-change stream: the legacy GET (`post` `None`), or the modern
+    /// `subscriptions/listen` POST (`post` is that request: what it is and its body). The
+    /// caller reads the stream.
+    pub async fn open_stream(
+        &self,
+        envelope: Envelope<'_>,
+        post: Option<(Message<'_>, Bytes)>,
+    ) -> Result<Incoming, UpstreamError> {
+        match post {
+            Some((message, body)) => self.send(envelope, Request::Post(message), Some(body), true).await,
+            None => self.send(envelope, Request::ListenStream, None, true).await,
         }
-    };
-    if expect_id.is_some() && message.is_none() && (200..300).contains(&status) {
-        return Err(UpstreamError::InvalidReply(format!("empty body with HTTP {status}")));
     }
-    Ok(Reply {
-        status,
-        session_id,
-        message,
-        bytes: bytes.len(),
-    })
-}
 
-/// Opens a list-change stream: the legacy GET (`body` `None`) or the modern
-/// `subscriptions/listen` POST (`body` is its JSON-RPC request). The caller reads the stream.
-pub async fn open_stream(
-    client: &Client,
-    url: &str,
-    headers: &RequestHeaders<'_>,
-    body: Option<Bytes>,
-) -> Result<Incoming, UpstreamError> {
-    let mut list = header_list(headers);
-    let method = if body.is_some() {
-        list.push(("Content-Type".into(), "application/json".into()));
-        list.push(("Accept".into(), "application/json, text/event-stream".into()));
-        Method::POST
-    } else {
-        list.push(("Accept".into(), "text/event-stream".into()));
-        Method::GET
-    };
-    client
-        .send(Outgoing {
-            method,
-            url,
-            headers: list,
-            body,
-            idempotent: true,
-            need_body: true,
-        })
-        .await
-}
-
-/// `DELETE` of a legacy session; the reply's status.
-pub async fn end_session(client: &Client, url: &str, headers: &RequestHeaders<'_>) -> Result<u16, UpstreamError> {
-    let resp = client
-        .send(Outgoing {
-            method: Method::DELETE,
-            url,
-            headers: header_list(headers),
-            body: None,
-            idempotent: true,
-            need_body: false,
-        })
-        .await?;
-    Ok(resp.status)
+    /// `DELETE` of a legacy session (`envelope` names it); the reply's status.
+    pub async fn end_session(&self, envelope: Envelope<'_>) -> Result<u16, UpstreamError> {
+        let resp = self.send(envelope, Request::EndSession, None, false).await?;
+        Ok(resp.status)
+    }
 }
 
 /// Reads a whole (non-SSE) body, at most `max_bytes`.
@@ -612,6 +669,89 @@ mod tests {
         );
     }
 
+    #[test]
+    fn one_builder_decides_every_header_of_every_request() {
+        let list = |h: HeaderList| -> Vec<String> { h.iter().map(|(k, v)| format!("{k}: {v}")).collect() };
+        let schema = serde_json::json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}});
+        let args = serde_json::json!({"region": "eu", "q": "x"});
+        let call = Message {
+            method: Some("tools/call"),
+            name: Some("weather"),
+            mirror: Some((&schema, &args)),
+            idempotent: false,
+        };
+        let legacy = Envelope::Legacy {
+            session_id: Some("s-1"),
+            version: "2025-06-18",
+        };
+        const POST: [&str; 2] = [
+            "Content-Type: application/json",
+            "Accept: application/json, text/event-stream",
+        ];
+        // Legacy: the session and its version; the modern headers never.
+        assert_eq!(
+            list(headers(Some("t0k"), legacy, &Request::Post(call))),
+            [
+                "Authorization: Bearer t0k",
+                "Mcp-Session-Id: s-1",
+                "MCP-Protocol-Version: 2025-06-18",
+                POST[0],
+                POST[1]
+            ]
+        );
+        // Modern: no session; method, name and the mirrored arguments.
+        assert_eq!(
+            list(headers(None, Envelope::Modern, &Request::Post(call))),
+            [
+                "MCP-Protocol-Version: 2026-07-28",
+                "Mcp-Method: tools/call",
+                "Mcp-Name: weather",
+                "Mcp-Param-Region: eu",
+                POST[0],
+                POST[1]
+            ]
+        );
+        // A response (no method) in the modern era: the version only.
+        assert_eq!(
+            list(headers(None, Envelope::Modern, &Request::Post(Message::default()))),
+            ["MCP-Protocol-Version: 2026-07-28", POST[0], POST[1]]
+        );
+        // `initialize`: nothing of a session.
+        let init = Message {
+            method: Some("initialize"),
+            ..Default::default()
+        };
+        assert_eq!(list(headers(None, Envelope::Bare, &Request::Post(init))), POST);
+        assert_eq!(
+            list(headers(None, legacy, &Request::ListenStream)),
+            [
+                "Mcp-Session-Id: s-1",
+                "MCP-Protocol-Version: 2025-06-18",
+                "Accept: text/event-stream"
+            ]
+        );
+        assert_eq!(
+            list(headers(
+                None,
+                Envelope::Modern,
+                &Request::Resume { last_event_id: "e7" }
+            )),
+            [
+                "MCP-Protocol-Version: 2026-07-28",
+                "Accept: text/event-stream",
+                "Last-Event-ID: e7"
+            ]
+        );
+        assert_eq!(
+            list(headers(Some("t0k"), legacy, &Request::EndSession)),
+            [
+                "Authorization: Bearer t0k",
+                "Mcp-Session-Id: s-1",
+                "MCP-Protocol-Version: 2025-06-18"
+            ]
+        );
+    }
+
     /// A server that answers every request on a connection of its own with `reply`, then
     /// closes; the returned counter counts the requests.
     async fn serve(reply: String) -> (String, std::rc::Rc<Cell<usize>>) {
@@ -658,13 +798,17 @@ mod tests {
 
     const RESULT: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"ok":true}}"#;
 
-    async fn post_to(client: &Client, url: &str, idempotent: bool) -> Result<Reply, UpstreamError> {
-        let headers = RequestHeaders {
+    async fn post_to(client: &Client, idempotent: bool) -> Result<Reply, UpstreamError> {
+        let message = Message {
+            method: Some("tools/list"),
             idempotent,
             ..Default::default()
         };
         let body = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
-        post(client, url, &headers, body, Some(&RequestId::Num(1)), 1 << 20, None).await
+        let id = RequestId::Num(1);
+        client
+            .post(Envelope::Bare, message, body, Some(&id), 1 << 20, None)
+            .await
     }
 
     #[actix::test]
@@ -674,8 +818,8 @@ mod tests {
             "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{RESULT}"
         ))
         .await;
-        let client = Client::new(Duration::from_secs(2));
-        let reply = post_to(&client, &url, false).await.unwrap();
+        let client = Client::new(url.clone(), None, Duration::from_secs(2));
+        let reply = post_to(&client, false).await.unwrap();
         assert_eq!(reply.message.unwrap()["result"]["ok"], true);
         assert!(!client.reads_close_delimited());
         assert_eq!(count.get(), 1);
@@ -686,21 +830,21 @@ mod tests {
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{RESULT}"
         ))
         .await;
-        let client = Client::new(Duration::from_secs(2));
-        let reply = post_to(&client, &url, true).await.unwrap();
+        let client = Client::new(url.clone(), None, Duration::from_secs(2));
+        let reply = post_to(&client, true).await.unwrap();
         assert_eq!(reply.message.unwrap()["result"]["ok"], true);
         assert!(client.reads_close_delimited());
         assert_eq!(count.get(), 2);
-        let reply = post_to(&client, &url, false).await.unwrap();
+        let reply = post_to(&client, false).await.unwrap();
         assert_eq!(reply.message.unwrap()["result"]["ok"], true);
         assert_eq!(count.get(), 3, "read directly, sent once");
 
         // A request that must not be sent twice: a precise error, never an empty body.
-        let client = Client::new(Duration::from_secs(2));
-        let e = post_to(&client, &url, false).await.unwrap_err();
+        let client = Client::new(url.clone(), None, Duration::from_secs(2));
+        let e = post_to(&client, false).await.unwrap_err();
         assert!(e.to_string().contains("neither Content-Length nor chunked"), "{e}");
         assert_eq!(count.get(), 4);
-        assert!(post_to(&client, &url, false).await.is_ok());
+        assert!(post_to(&client, false).await.is_ok());
     }
 
     #[actix::test]
@@ -718,9 +862,9 @@ mod tests {
         ];
         for reply in replies {
             let (url, _) = serve(reply.clone()).await;
-            let client = Client::new(Duration::from_secs(2));
+            let client = Client::new(url.clone(), None, Duration::from_secs(2));
             client.close_delimited.set(true);
-            let r = post_to(&client, &url, false).await;
+            let r = post_to(&client, false).await;
             assert_eq!(r.unwrap().message.unwrap()["result"]["ok"], true, "{reply}");
         }
         // Broken framing is an error, not a short body.
@@ -730,9 +874,9 @@ mod tests {
             format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\n\r\n", "x".repeat(raw::MAX_HEAD_BYTES)),
         ] {
             let (url, _) = serve(reply.clone()).await;
-            let client = Client::new(Duration::from_secs(2));
+            let client = Client::new(url.clone(), None, Duration::from_secs(2));
             client.close_delimited.set(true);
-            let e = post_to(&client, &url, false).await.unwrap_err();
+            let e = post_to(&client, false).await.unwrap_err();
             assert!(!e.to_string().contains("empty body"), "{e}");
         }
     }

@@ -1,0 +1,435 @@
+//! The catalog actor: its configuration, its messages and the refresh state machine that
+//! sequences fan-outs (the pure part of a fan-out is in [`super::refresh`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use tokio::sync::oneshot;
+
+use proxy_core::catalog::manifest;
+use proxy_core::catalog::snapshot::{Snapshot, UpstreamState};
+use proxy_core::policy::Policy;
+
+use super::refresh::{
+    apply_fanout, effective_ttl, jitter, now_ms, upstream_reports, RefreshFailure, RefreshReason, RefreshReport,
+};
+use crate::upstream::{FollowListChanges, ListTools, Listing, ToolsChanged, UpstreamActor, UpstreamError};
+
+/// Catalog behaviour settings.
+#[derive(Debug, Clone)]
+pub struct CatalogConfig {
+    pub manifest_path: Option<PathBuf>,
+    /// Background refresh period (jittered ±10%); `None` = only explicit and unknown-tool refreshes.
+    pub ttl: Option<Duration>,
+    /// An unknown-tool refresh is skipped when the last fan-out finished this recently.
+    pub unknown_tool_cooldown: Duration,
+    /// Which tools are served at all, and which are pinned into `tools/list`.
+    pub policy: Policy,
+    /// At most one fan-out per this period for client and upstream triggers (`mcp_refresh`,
+    /// list changes): an explicit refresh while one runs joins it, one within the period after
+    /// the last fan-out started is answered with the current catalog (`ran: false`, a note),
+    /// and list changes wait for the period to end. Zero disables the limit.
+    pub min_refresh_interval: Duration,
+}
+
+impl Default for CatalogConfig {
+    fn default() -> Self {
+        CatalogConfig {
+            manifest_path: None,
+            ttl: None,
+            unknown_tool_cooldown: Duration::from_secs(2),
+            policy: Policy::default(),
+            min_refresh_interval: DEFAULT_MIN_REFRESH_INTERVAL,
+        }
+    }
+}
+
+/// Default of [`CatalogConfig::min_refresh_interval`].
+pub const DEFAULT_MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The catalog's link to one upstream actor.
+#[derive(Clone)]
+pub struct UpstreamHandle {
+    pub label: String,
+    pub url: String,
+    pub addr: Addr<UpstreamActor>,
+}
+
+/// Asks for a fan-out refresh and waits for its outcome.
+#[derive(Message)]
+#[rtype(result = "Result<RefreshReport, RefreshFailure>")]
+pub struct Refresh {
+    pub reason: RefreshReason,
+    /// For unknown-tool refreshes: the generation the caller looked at. If the catalog has
+    /// moved on since (or refreshed within the cool-down), no new fan-out is started.
+    pub seen_generation: Option<u64>,
+}
+
+type Waiter = oneshot::Sender<Result<RefreshReport, RefreshFailure>>;
+
+enum RefreshState {
+    Idle,
+    Running {
+        /// When the in-flight fan-out started (triggers shortly after it simply join it).
+        started: Instant,
+        waiters: Vec<Waiter>,
+        queued: Option<(RefreshReason, Vec<Waiter>)>,
+    },
+}
+
+/// A trigger this soon after a fan-out started joins it instead of queueing another: the
+/// upstreams are still answering requests sent at (practically) the same moment.
+const JOIN_WINDOW: Duration = Duration::from_millis(250);
+
+pub struct CatalogActor {
+    cfg: CatalogConfig,
+    upstreams: Vec<UpstreamHandle>,
+    snapshot: Arc<Snapshot>,
+    /// Every snapshot swapped in is also published here, so readers need no message.
+    published: tokio::sync::watch::Sender<Arc<Snapshot>>,
+    state: RefreshState,
+    last_started: Option<Instant>,
+    last_finished: Option<Instant>,
+    /// Fan-outs started since the actor was created (observability and tests).
+    fanouts: u64,
+    /// Back-off of the retry scheduled while some upstream has never answered (an upstream
+    /// started after the proxy must not wait a whole TTL to be listed).
+    retry_backoff: Option<Duration>,
+    /// The pending retry timer, so a newer one replaces it instead of piling up.
+    retry_timer: Option<SpawnHandle>,
+    /// A list-changed refresh is scheduled (changes within the debounce window coalesce).
+    list_changed_pending: bool,
+}
+
+/// Upstream list-change notifications within this window make one refresh.
+const LIST_CHANGED_DEBOUNCE: Duration = Duration::from_millis(500);
+
+/// First and last delay of the retry for upstreams that never answered.
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(60);
+
+impl CatalogActor {
+    /// The current snapshot, readable from any thread without a message (an `Arc` clone under
+    /// a read lock held for nanoseconds); it changes whenever a refresh swaps one in.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<Arc<Snapshot>> {
+        self.published.subscribe()
+    }
+
+    /// Creates the actor from an already loaded manifest.
+    pub fn with_manifest(
+        cfg: CatalogConfig,
+        upstreams: Vec<UpstreamHandle>,
+        manifest: Option<manifest::Manifest>,
+    ) -> CatalogActor {
+        let configured: Vec<(String, String)> = upstreams.iter().map(|u| (u.label.clone(), u.url.clone())).collect();
+        let states = match manifest {
+            Some(m) => m.into_states(&configured),
+            None => configured
+                .iter()
+                .map(|(label, url)| UpstreamState {
+                    label: label.clone(),
+                    url: url.clone(),
+                    ..Default::default()
+                })
+                .collect(),
+        };
+        let snapshot = Arc::new(Snapshot::build(states, 0, &cfg.policy));
+        let published = tokio::sync::watch::channel(snapshot.clone()).0;
+        CatalogActor {
+            cfg,
+            upstreams,
+            snapshot,
+            published,
+            state: RefreshState::Idle,
+            last_started: None,
+            last_finished: None,
+            fanouts: 0,
+            retry_backoff: None,
+            retry_timer: None,
+            list_changed_pending: false,
+        }
+    }
+
+    /// The background refresh period: `CATALOG_TTL_SEC`, shortened to the smallest `ttlMs` a
+    /// modern upstream asked for (never below `MIN_TTL`). `None` when background refresh is off.
+    fn effective_ttl(&self) -> Option<Duration> {
+        effective_ttl(self.cfg.ttl, self.snapshot.upstreams.iter().filter_map(|u| u.ttl_ms))
+    }
+
+    fn trigger(&mut self, reason: RefreshReason, waiter: Option<Waiter>, ctx: &mut Context<Self>) {
+        match &mut self.state {
+            RefreshState::Idle => {
+                self.state = RefreshState::Running {
+                    started: Instant::now(),
+                    waiters: waiter.into_iter().collect(),
+                    queued: None,
+                };
+                self.start_fanout(reason, ctx);
+            }
+            RefreshState::Running {
+                started,
+                waiters,
+                queued,
+            } => {
+                if queued.is_none() && started.elapsed() < JOIN_WINDOW {
+                    waiters.extend(waiter);
+                } else {
+                    let q = queued.get_or_insert_with(|| (reason, Vec::new()));
+                    q.1.extend(waiter);
+                }
+            }
+        }
+    }
+
+    fn start_fanout(&mut self, reason: RefreshReason, ctx: &mut Context<Self>) {
+        self.fanouts += 1;
+        self.last_started = Some(Instant::now());
+        let started = Instant::now();
+        let handles = self.upstreams.clone();
+        let previous = self.snapshot.clone();
+        let manifest_path = self.cfg.manifest_path.clone();
+        let policy = self.cfg.policy.clone();
+        log::debug!(reason = reason.as_str(); "catalog refresh started");
+        let fut = async move {
+            // Each snapshot entry is listed by the upstream actor of the same label.
+            let calls = previous.upstreams.iter().map(|state| {
+                let addr = handles.iter().find(|h| h.label == state.label).map(|h| h.addr.clone());
+                let msg = ListTools {
+                    previous: state.tools.clone(),
+                };
+                let label = state.label.clone();
+                async move {
+                    let result = match addr {
+                        Some(addr) => addr.send(msg).await.unwrap_or(Err(UpstreamError::Unavailable)),
+                        None => Err(UpstreamError::Unavailable),
+                    };
+                    (label, result)
+                }
+            });
+            let results: Vec<(String, Result<Listing, UpstreamError>)> = futures_util::future::join_all(calls).await;
+            let work = move || apply_fanout(&previous, results, reason, started, manifest_path.as_deref(), &policy);
+            match tokio::task::spawn_blocking(work).await {
+                Ok(r) => r,
+                Err(e) => Err(RefreshFailure {
+                    message: format!("catalog rebuild failed: {e}"),
+                    upstreams: Vec::new(),
+                }),
+            }
+        };
+        ctx.spawn(fut.into_actor(self).map(|outcome, act, ctx| act.finish(outcome, ctx)));
+    }
+
+    fn finish(&mut self, outcome: Result<(Snapshot, RefreshReport), RefreshFailure>, ctx: &mut Context<Self>) {
+        self.last_finished = Some(Instant::now());
+        let result = match outcome {
+            Ok((snapshot, report)) => {
+                self.snapshot = Arc::new(snapshot);
+                drop(self.published.send_replace(self.snapshot.clone()));
+                Ok(report)
+            }
+            Err(failure) => Err(failure),
+        };
+        let state = std::mem::replace(&mut self.state, RefreshState::Idle);
+        if let RefreshState::Running { waiters, queued, .. } = state {
+            for w in waiters {
+                let _ = w.send(result.clone());
+            }
+            if let Some((reason, waiters)) = queued {
+                self.state = RefreshState::Running {
+                    started: Instant::now(),
+                    waiters,
+                    queued: None,
+                };
+                self.start_fanout(reason, ctx);
+                return;
+            }
+        }
+        self.schedule_retry_if_incomplete(ctx);
+    }
+
+    /// While an upstream has never answered, retry with exponential back-off (1 s … 60 s).
+    fn schedule_retry_if_incomplete(&mut self, ctx: &mut Context<Self>) {
+        if let Some(timer) = self.retry_timer.take() {
+            ctx.cancel_future(timer);
+        }
+        let incomplete = self.snapshot.upstreams.iter().any(|u| u.listed_at_ms.is_none());
+        if !incomplete {
+            self.retry_backoff = None;
+            return;
+        }
+        let delay = self.retry_backoff.map_or(RETRY_FIRST, |d| (d * 2).min(RETRY_MAX));
+        self.retry_backoff = Some(delay);
+        self.retry_timer = Some(ctx.run_later(delay, |act, ctx| {
+            act.retry_timer = None;
+            if matches!(act.state, RefreshState::Idle) {
+                act.trigger(RefreshReason::Retry, None, ctx);
+            }
+        }));
+    }
+
+    fn schedule_ttl(&self, ctx: &mut Context<Self>) {
+        if let Some(ttl) = self.effective_ttl() {
+            ctx.run_later(jitter(ttl), |act, ctx| {
+                act.trigger(RefreshReason::Ttl, None, ctx);
+                act.schedule_ttl(ctx);
+            });
+        }
+    }
+
+    /// A report for a refresh request answered without a fan-out.
+    fn fresh_report(&self, reason: RefreshReason) -> RefreshReport {
+        let s = &self.snapshot;
+        RefreshReport {
+            reason,
+            ran: false,
+            fingerprint: s.fingerprint.clone(),
+            previous_fingerprint: s.fingerprint.clone(),
+            changed: false,
+            total_tools: s.tools.len(),
+            sources: s.counts_by_source(),
+            upstreams: upstream_reports(&s.upstreams, now_ms()),
+            collisions: s.collisions.clone(),
+            added: Vec::new(),
+            removed: Vec::new(),
+            modified: Vec::new(),
+            duration_ms: 0,
+            note: None,
+        }
+    }
+}
+
+impl Actor for CatalogActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        self.trigger(RefreshReason::Startup, None, ctx);
+        self.schedule_ttl(ctx);
+        let me = ctx.address().recipient::<ToolsChanged>();
+        for u in &self.upstreams {
+            u.addr.do_send(FollowListChanges { to: me.clone() });
+        }
+    }
+}
+
+impl Handler<ToolsChanged> for CatalogActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: ToolsChanged, ctx: &mut Self::Context) {
+        log::debug!(upstream = msg.label.as_str(); "list change reported");
+        if self.list_changed_pending {
+            return;
+        }
+        self.list_changed_pending = true;
+        // An upstream that keeps announcing changes gets at most one fan-out per period.
+        let wait = self
+            .last_started
+            .map(|t| self.cfg.min_refresh_interval.saturating_sub(t.elapsed()))
+            .unwrap_or_default()
+            .max(LIST_CHANGED_DEBOUNCE);
+        ctx.run_later(wait, |act, ctx| {
+            act.list_changed_pending = false;
+            act.trigger(RefreshReason::ListChanged, None, ctx);
+        });
+    }
+}
+
+/// Refresh activity, for observability and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CatalogStatus {
+    /// Fan-outs started since the actor was created.
+    pub fanouts: u64,
+    /// Whether a fan-out is in flight now.
+    pub refreshing: bool,
+    /// Generation of the current snapshot.
+    pub generation: u64,
+}
+
+#[derive(Message)]
+#[rtype(result = "CatalogStatus")]
+pub struct GetCatalogStatus;
+
+impl Handler<GetCatalogStatus> for CatalogActor {
+    type Result = MessageResult<GetCatalogStatus>;
+
+    fn handle(&mut self, _: GetCatalogStatus, _: &mut Self::Context) -> Self::Result {
+        MessageResult(CatalogStatus {
+            fanouts: self.fanouts,
+            refreshing: matches!(self.state, RefreshState::Running { .. }),
+            generation: self.snapshot.generation,
+        })
+    }
+}
+
+impl Handler<Refresh> for CatalogActor {
+    type Result = ResponseFuture<Result<RefreshReport, RefreshFailure>>;
+
+    fn handle(&mut self, msg: Refresh, ctx: &mut Self::Context) -> Self::Result {
+        if msg.reason == RefreshReason::UnknownTool {
+            let moved_on = msg.seen_generation.is_some_and(|g| g != self.snapshot.generation);
+            let cooling = matches!(self.state, RefreshState::Idle)
+                && self
+                    .last_finished
+                    .is_some_and(|t| t.elapsed() < self.cfg.unknown_tool_cooldown);
+            if moved_on || cooling {
+                let report = self.fresh_report(msg.reason);
+                return Box::pin(async move { Ok(report) });
+            }
+        }
+        let (tx, rx) = oneshot::channel();
+        let limited = matches!(msg.reason, RefreshReason::Explicit | RefreshReason::UnknownTool)
+            && !self.cfg.min_refresh_interval.is_zero();
+        match &mut self.state {
+            // A client cannot make the proxy re-list every upstream in a loop.
+            RefreshState::Running { waiters, .. } if limited => waiters.push(tx),
+            RefreshState::Idle
+                if limited
+                    && self
+                        .last_started
+                        .is_some_and(|t| t.elapsed() < self.cfg.min_refresh_interval) =>
+            {
+                let mut report = self.fresh_report(msg.reason);
+                let ago = self.last_started.map(|t| t.elapsed().as_secs_f64()).unwrap_or(0.0);
+                report.note = Some(format!(
+                    "not re-listed: the catalog was refreshed {ago:.1} s ago and is refreshed at most once per {} s; this is the current catalog",
+                    self.cfg.min_refresh_interval.as_secs_f64()
+                ));
+                return Box::pin(async move { Ok(report) });
+            }
+            _ => self.trigger(msg.reason, Some(tx), ctx),
+        }
+        Box::pin(async move {
+            rx.await.unwrap_or_else(|_| {
+                Err(RefreshFailure {
+                    message: "the catalog stopped before the refresh finished".into(),
+                    upstreams: Vec::new(),
+                })
+            })
+        })
+    }
+}
+
+/// Reads the manifest at `path`, logging what happened; `None` if absent or unusable (the
+/// catalog then starts empty, and the file is replaced after the first good refresh).
+pub fn load_manifest_logged(path: &std::path::Path) -> Option<manifest::Manifest> {
+    let removed = manifest::remove_stale_temp_files(path);
+    if removed > 0 {
+        log::warn!(path = path.display().to_string().as_str(), files = removed; "removed temp files of interrupted manifest writes");
+    }
+    match manifest::load(path) {
+        Ok(Some(m)) => {
+            let n: usize = m.upstreams.iter().map(|u| u.tools.len()).sum();
+            log::info!(path = path.display().to_string().as_str(), tools = n; "manifest loaded");
+            Some(m)
+        }
+        Ok(None) => {
+            log::info!(path = path.display().to_string().as_str(); "no manifest yet; the catalog starts empty");
+            None
+        }
+        Err(e) => {
+            log::warn!(error = e.as_str(); "manifest ignored; the catalog starts empty");
+            None
+        }
+    }
+}

@@ -1,0 +1,467 @@
+//! The actor, its messages and their handlers. All per-upstream state lives in the
+//! [`Connection`] (see `session.rs`), shared by the actor and its request futures.
+//!
+//! # Listing
+//! `tools/list` is read page by page within the limits below; a definition equal to one of the
+//! previous listing is that very `Arc`. A modern upstream's tool whose `x-mcp-header`
+//! annotations are invalid is skipped, as is any definition that is not a valid tool.
+//!
+//! # Calls: progress, timeouts, cancellation
+//! `notifications/progress` arriving on a call's SSE stream are forwarded to the caller as they
+//! come, and each one extends the call's timeout (by one upstream timeout, up to four times
+//! the timeout in all). A timeout error states how long the request really ran. If the
+//! caller's receiver is dropped (its client went away), the call is abandoned: the upstream
+//! stream is closed (the modern era's cancellation) and a legacy upstream is also sent
+//! `notifications/cancelled` for the request.
+//!
+//! `EndSession` does not handshake: it ends a sticky legacy session (`SessionState::ended`)
+//! and sends its `DELETE`, bounded by the upstream's timeout and at most 2 s.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use serde_json::{json, Map, Value};
+
+use super::cancel::{CancelReason, CancelToken};
+use super::error::UpstreamError;
+use super::session::{Connection, Ready, RequestOptions, SessionState};
+use super::transport::Envelope;
+use mcp_wire::jsonrpc;
+use mcp_wire::types::Tool;
+use mcp_wire::{modern, Era};
+
+/// Static description of one upstream, from configuration.
+#[derive(Debug, Clone)]
+pub struct UpstreamSpec {
+    /// Short unique name used in logs, sources and the manifest.
+    pub label: String,
+    pub url: String,
+    /// Bearer token; never logged.
+    pub token: Option<String>,
+    /// Limit for one request (initialization and reading the reply included); progress
+    /// notifications extend it up to four times.
+    pub timeout: Duration,
+    /// Replies larger than this are refused instead of buffered.
+    pub max_response_bytes: usize,
+    /// The era found last time (from the manifest); `Legacy` skips the discovery probe.
+    pub era_hint: Option<Era>,
+}
+
+/// Result of listing an upstream's tools.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    /// Definitions equal to one of [`ListTools::previous`] are that very `Arc`.
+    pub tools: Vec<Arc<Tool>>,
+    /// The upstream's `instructions` (from `initialize` or `server/discover`), if any.
+    pub instructions: Option<String>,
+    pub era: Era,
+    pub protocol_version: String,
+    /// Modern upstreams: the smallest positive `ttlMs` of the listing's pages.
+    pub ttl_ms: Option<u64>,
+}
+
+/// `tools/list`, all pages.
+#[derive(Message, Default)]
+#[rtype(result = "Result<Listing, UpstreamError>")]
+pub struct ListTools {
+    /// The previous listing of this upstream. A definition that has not changed is not kept
+    /// twice: the listing reuses the previous `Arc` (with its cached hash) as each page is
+    /// read, so a refresh of an unchanged catalog holds one copy of the definitions.
+    pub previous: Vec<Arc<Tool>>,
+}
+
+/// `tools/call` of one upstream tool; the upstream's `result` object is returned unchanged.
+#[derive(Message)]
+#[rtype(result = "Result<Value, UpstreamError>")]
+pub struct CallTool {
+    pub name: String,
+    pub arguments: Value,
+    /// The tool's input schema (modern era: which arguments are mirrored into `Mcp-Param-*`).
+    pub input_schema: Arc<Value>,
+    /// Client `_meta` to pass on (e.g. `progressToken`), reserved keys already removed.
+    pub meta: Map<String, Value>,
+    /// Where `notifications/*` that precede the result are forwarded.
+    pub notifications: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
+    /// Abandons the call when its handle cancels it or is dropped (see [`cancel`](super::cancel)).
+    pub cancel: Option<CancelToken>,
+}
+
+/// Current session facts, for logs and tests (never contains the session id itself).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamStatus {
+    pub label: String,
+    pub initialized: bool,
+    pub era: Option<Era>,
+    pub has_session: bool,
+    pub protocol_version: Option<String>,
+    pub generation: u64,
+}
+
+#[derive(Message)]
+#[rtype(result = "UpstreamStatus")]
+pub struct GetStatus;
+
+/// Ends the legacy session politely (`DELETE` with the session id; 405 is fine), e.g. at
+/// shutdown, so a stateful upstream can free what it keeps per session.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct EndSession;
+
+/// Tells the catalog that an upstream's tool list changed (it re-lists, debounced).
+#[derive(Message, Clone)]
+#[rtype(result = "()")]
+pub struct ToolsChanged {
+    pub label: String,
+}
+
+/// Starts following the upstream's list changes, if it advertises `tools.listChanged`: the
+/// GET stream of a legacy upstream, a `subscriptions/listen` stream of a modern one. Each
+/// `notifications/tools/list_changed` is reported to `to`. The stream is reopened with
+/// back-off when it breaks; an upstream without the capability (or that refuses the stream)
+/// is left alone, and the TTL and the unknown-tool re-list keep its catalog current.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct FollowListChanges {
+    pub to: Recipient<ToolsChanged>,
+}
+
+impl Handler<FollowListChanges> for UpstreamActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: FollowListChanges, ctx: &mut Self::Context) {
+        let conn = self.conn.clone();
+        ctx.spawn(async move { conn.follow_list_changes(msg.to).await }.into_actor(self));
+    }
+}
+
+/// The actor. All state lives in `conn`, shared with the request futures on this thread.
+pub struct UpstreamActor {
+    conn: Rc<Connection>,
+}
+
+impl UpstreamActor {
+    /// Starts the actor on its own arbiter (thread), creating the awc client there.
+    pub fn start_on_new_arbiter(spec: UpstreamSpec) -> (Addr<UpstreamActor>, actix::Arbiter) {
+        let arbiter = actix::Arbiter::new();
+        let addr = UpstreamActor::start_in_arbiter(&arbiter.handle(), move |_| UpstreamActor {
+            conn: Rc::new(Connection::new(spec)),
+        });
+        (addr, arbiter)
+    }
+}
+
+impl Actor for UpstreamActor {
+    type Context = Context<Self>;
+}
+
+/// `tool`, or the previous listing's equal definition.
+fn reuse_unchanged(previous: &std::collections::HashMap<&str, &Arc<Tool>>, tool: Tool) -> Arc<Tool> {
+    match previous.get(tool.name.as_str()) {
+        Some(prev) if ***prev == tool => Arc::clone(prev),
+        _ => Arc::new(tool),
+    }
+}
+
+impl Handler<ListTools> for UpstreamActor {
+    type Result = ResponseFuture<Result<Listing, UpstreamError>>;
+
+    fn handle(&mut self, msg: ListTools, _: &mut Self::Context) -> Self::Result {
+        let conn = self.conn.clone();
+        Box::pin(async move {
+            let started = Instant::now();
+            let out = conn.with_timeout(conn.list_tools(&msg.previous)).await;
+            let ms = started.elapsed().as_millis() as u64;
+            match &out {
+                Ok(l) => {
+                    log::debug!(upstream = conn.spec.label.as_str(), tools = l.tools.len(), latency_ms = ms; "upstream listed")
+                }
+                Err(e) => {
+                    log::warn!(upstream = conn.spec.label.as_str(), error = e.to_string().as_str(), latency_ms = ms; "upstream list failed")
+                }
+            }
+            out
+        })
+    }
+}
+
+impl Handler<CallTool> for UpstreamActor {
+    type Result = ResponseFuture<Result<Value, UpstreamError>>;
+
+    fn handle(&mut self, msg: CallTool, _: &mut Self::Context) -> Self::Result {
+        let conn = self.conn.clone();
+        Box::pin(async move {
+            let started = Instant::now();
+            let tool = msg.name.clone();
+            let out = conn.call_tool(msg).await;
+            let ms = started.elapsed().as_millis() as u64;
+            match &out {
+                Ok(_) => {
+                    // Debug: every call already has its info line (`mcp request`); two lines per call
+                    // cost ~10% of the proxy's throughput at the default level.
+                    log::debug!(upstream = conn.spec.label.as_str(), tool = tool.as_str(), latency_ms = ms; "upstream call")
+                }
+                Err(e) => {
+                    log::warn!(upstream = conn.spec.label.as_str(), tool = tool.as_str(), error = e.to_string().as_str(), latency_ms = ms; "upstream call failed")
+                }
+            }
+            out
+        })
+    }
+}
+
+impl Handler<GetStatus> for UpstreamActor {
+    type Result = MessageResult<GetStatus>;
+
+    fn handle(&mut self, _: GetStatus, _: &mut Self::Context) -> Self::Result {
+        let label = self.conn.spec.label.clone();
+        MessageResult(self.conn.session.read(|s| {
+            let ready = s.context().map(|c| c.session);
+            UpstreamStatus {
+                label,
+                initialized: ready.is_some(),
+                era: s.era(),
+                has_session: ready.as_ref().is_some_and(Ready::has_session_id),
+                protocol_version: ready.as_ref().map(|r| r.protocol_version().to_string()),
+                generation: s.generation(),
+            }
+        }))
+    }
+}
+
+impl Handler<EndSession> for UpstreamActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: EndSession, _: &mut Self::Context) -> Self::Result {
+        let conn = self.conn.clone();
+        Box::pin(async move {
+            let Some((sid, version)) = conn.session.update(SessionState::ended) else {
+                return;
+            };
+            let envelope = Envelope::Legacy {
+                session_id: Some(&sid),
+                version: &version,
+            };
+            // Bounded like everything sent upstream: by the upstream's timeout, and at most 2 s
+            // (it runs at shutdown).
+            let bound = conn.spec.timeout.min(END_SESSION_TIMEOUT);
+            let end = conn.client.end_session(envelope);
+            let _ = tokio::time::timeout(bound, end).await;
+            log::debug!(upstream = conn.spec.label.as_str(); "upstream session ended");
+        })
+    }
+}
+
+/// Progress can stretch a call to at most this many upstream timeouts.
+const PROGRESS_TIMEOUT_FACTOR: u32 = 4;
+/// `EndSession` runs at shutdown: its `DELETE` waits at most this long (and at most the
+/// upstream's timeout).
+const END_SESSION_TIMEOUT: Duration = Duration::from_secs(2);
+
+// What an upstream can make the proxy hold or loop on (it is trusted no more than a client).
+// Each refusal is an `InvalidReply` that names its limit.
+
+/// Pages of one `tools/list` listing.
+const MAX_PAGES: usize = 1000;
+/// Tools of one listing, all pages together.
+const MAX_LISTED_TOOLS: usize = 50_000;
+/// Bytes of one listing's replies, all pages together (or one page's cap, if larger). A real
+/// catalog of 11,739 tools is ~16 MB of JSON.
+const MAX_LISTING_BYTES: usize = 128 * 1024 * 1024;
+/// A `nextCursor` (kept for the repeat check, sent back on the next page).
+const MAX_CURSOR_BYTES: usize = 4096;
+
+impl Connection {
+    async fn list_tools(&self, previous: &[Arc<Tool>]) -> Result<Listing, UpstreamError> {
+        let previous: std::collections::HashMap<&str, &Arc<Tool>> =
+            previous.iter().map(|t| (t.name.as_str(), t)).collect();
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen_cursors = std::collections::HashSet::new();
+        let mut ttl_ms: Option<u64> = None;
+        let received = Cell::new(0usize);
+        let max_bytes = MAX_LISTING_BYTES.max(self.spec.max_response_bytes);
+        let opts = RequestOptions {
+            received: Some(&received),
+            ..Default::default()
+        };
+        for _ in 0..MAX_PAGES {
+            let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
+            let (mut result, ctx) = self.request("tools/list", params, opts).await?;
+            if received.get() > max_bytes {
+                return Err(UpstreamError::InvalidReply(format!(
+                    "tools/list pages add up to more than {max_bytes} bytes (the proxy's limit for one listing)"
+                )));
+            }
+            let page = match result.get_mut("tools").map(Value::take) {
+                Some(Value::Array(page)) => page,
+                _ => {
+                    return Err(UpstreamError::InvalidReply(
+                        "tools/list result has no tools array".into(),
+                    ))
+                }
+            };
+            if tools.len() + page.len() > MAX_LISTED_TOOLS {
+                return Err(UpstreamError::InvalidReply(format!(
+                    "tools/list returned more than {MAX_LISTED_TOOLS} tools (the proxy's limit for one upstream)"
+                )));
+            }
+            let modern_era = ctx.era() == Era::Modern;
+            for t in page {
+                match serde_json::from_value::<Tool>(t) {
+                    Ok(tool) if tool.name.is_empty() => {
+                        log::warn!(upstream = self.spec.label.as_str(); "upstream tool skipped: empty name")
+                    }
+                    Ok(tool)
+                        if modern_era
+                            && tool.rest().input_schema_raw().contains("x-mcp-header")
+                            && !modern::x_mcp_headers_valid(&tool.input_schema()) =>
+                    {
+                        log::warn!(upstream = self.spec.label.as_str(), tool = tool.name.as_str(); "upstream tool skipped: invalid x-mcp-header annotations")
+                    }
+                    Ok(tool) => tools.push(reuse_unchanged(&previous, tool)),
+                    Err(_) => {
+                        log::warn!(upstream = self.spec.label.as_str(); "upstream tool skipped: not a valid tool definition")
+                    }
+                }
+            }
+            if let Some(t) = result.get("ttlMs").and_then(Value::as_u64).filter(|t| *t > 0) {
+                ttl_ms = Some(ttl_ms.map_or(t, |m| m.min(t)));
+            }
+            match result.get("nextCursor").and_then(Value::as_str) {
+                Some(next) => {
+                    if next.len() > MAX_CURSOR_BYTES {
+                        return Err(UpstreamError::InvalidReply(format!(
+                            "tools/list nextCursor is {} bytes, longer than the proxy's {MAX_CURSOR_BYTES}-byte limit",
+                            next.len()
+                        )));
+                    }
+                    if !seen_cursors.insert(next.to_string()) {
+                        return Err(UpstreamError::InvalidReply(
+                            "tools/list pagination repeats a cursor".into(),
+                        ));
+                    }
+                    cursor = Some(next.to_string());
+                }
+                None => {
+                    return Ok(Listing {
+                        tools,
+                        instructions: self.session.read(|s| s.instructions().map(str::to_string)),
+                        era: ctx.era(),
+                        protocol_version: ctx.session.protocol_version().to_string(),
+                        ttl_ms,
+                    });
+                }
+            }
+        }
+        Err(UpstreamError::InvalidReply(format!(
+            "tools/list has more than {MAX_PAGES} pages"
+        )))
+    }
+
+    async fn call_tool(&self, msg: CallTool) -> Result<Value, UpstreamError> {
+        let params = json!({ "name": msg.name, "arguments": msg.arguments });
+        let last_activity = Cell::new(Instant::now());
+        let current_id: Cell<Option<i64>> = Cell::new(None);
+        let forward = |v: Value| {
+            if v.get("method").and_then(Value::as_str) == Some("notifications/progress") {
+                last_activity.set(Instant::now());
+            }
+            if let Some(tx) = &msg.notifications {
+                let _ = tx.send(v);
+            }
+        };
+        let opts = RequestOptions {
+            name: Some(&msg.name),
+            input_schema: Some(&msg.input_schema),
+            meta: Some(&msg.meta),
+            sink: Some(&forward),
+            current_id: Some(&current_id),
+            received: None,
+        };
+        let call = self.request("tools/call", Some(params), opts);
+        let mut token = msg.cancel.clone();
+        let cancelled = async {
+            match token.as_mut() {
+                Some(t) => t.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let outcome = tokio::select! {
+            r = self.with_progress_timeout(call, &last_activity) => r,
+            reason = cancelled => {
+                self.cancel_upstream(current_id.get(), reason).await;
+                return Err(UpstreamError::Cancelled(reason));
+            }
+        };
+        let (result, _) = outcome?;
+        if !result.is_object() {
+            return Err(UpstreamError::InvalidReply("tools/call result is not an object".into()));
+        }
+        Ok(result)
+    }
+
+    /// Like `with_timeout`, but each progress notification restarts the clock, within
+    /// `PROGRESS_TIMEOUT_FACTOR` timeouts in all.
+    async fn with_progress_timeout<T>(
+        &self,
+        fut: impl std::future::Future<Output = Result<T, UpstreamError>>,
+        last_activity: &Cell<Instant>,
+    ) -> Result<T, UpstreamError> {
+        let timeout = self.spec.timeout;
+        let started = Instant::now();
+        let hard_cap = started + timeout * PROGRESS_TIMEOUT_FACTOR;
+        tokio::pin!(fut);
+        loop {
+            let deadline = (last_activity.get() + timeout).min(hard_cap);
+            tokio::select! {
+                r = &mut fut => return r,
+                _ = tokio::time::sleep_until(deadline.into()) => {
+                    let now = Instant::now();
+                    if now >= hard_cap || last_activity.get() + timeout <= now {
+                        return Err(UpstreamError::Timeout { elapsed: started.elapsed() });
+                    }
+                }
+            }
+        }
+    }
+
+    /// A legacy upstream is told the request is cancelled (the modern era's cancellation is
+    /// the closed stream itself, already done by dropping the request).
+    async fn cancel_upstream(&self, id: Option<i64>, reason: CancelReason) {
+        let era = self.session.read(SessionState::era);
+        log::info!(upstream = self.spec.label.as_str(), era = era.map(Era::as_str).unwrap_or("unknown"), reason = reason.as_str(); "upstream call cancelled");
+        let (Some(Era::Legacy), Some(id)) = (era, id) else {
+            return;
+        };
+        let note = jsonrpc::notification(
+            "notifications/cancelled",
+            Some(json!({"requestId": id, "reason": reason.message()})),
+        );
+        self.post_in_session(&note, Duration::from_secs(2)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unchanged_definitions_are_taken_from_the_previous_listing() {
+        let parse = |v: Value| -> Tool { serde_json::from_value(v).unwrap() };
+        let old: Vec<Arc<Tool>> = vec![
+            Arc::new(parse(json!({"name": "a", "description": "1"}))),
+            Arc::new(parse(json!({"name": "b", "description": "1"}))),
+        ];
+        let previous: std::collections::HashMap<&str, &Arc<Tool>> = old.iter().map(|t| (t.name.as_str(), t)).collect();
+        let a = reuse_unchanged(&previous, parse(json!({"name": "a", "description": "1"})));
+        let b = reuse_unchanged(&previous, parse(json!({"name": "b", "description": "2"})));
+        let c = reuse_unchanged(&previous, parse(json!({"name": "c"})));
+        assert!(Arc::ptr_eq(&a, &old[0]), "unchanged: the old definition");
+        assert!(!Arc::ptr_eq(&b, &old[1]), "changed: the new one");
+        assert_eq!(b.description.as_deref(), Some("2"));
+        assert_eq!(c.name, "c");
+    }
+}

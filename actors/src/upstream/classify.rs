@@ -1,0 +1,291 @@
+//! Pure reply classifiers: what an upstream's reply means for the session and the request.
+//! No I/O and no state; each is unit-tested below.
+//!
+//! - [`classify_probe`]: which era the answer to `server/discover` says the upstream speaks.
+//! - [`attempt`]: how one request's reply ends its attempt: a result or error
+//!   ([`interpret`]), a lost legacy session ([`session_lost`]), or a modern upstream that no
+//!   longer speaks the modern era ([`modern_refusal_means_other_era`]).
+//! - [`capped_message`]: an upstream's error message as the proxy repeats it.
+
+use serde_json::Value;
+
+use super::error::UpstreamError;
+use super::transport;
+use mcp_wire::jsonrpc::{self, RpcError};
+use mcp_wire::{modern, Era};
+
+/// How one attempt ended, before the retry decision.
+#[derive(Debug, PartialEq)]
+pub(super) enum Attempt {
+    Done(Result<Value, UpstreamError>),
+    /// Legacy: the request carried a session the upstream no longer knows.
+    SessionLost,
+    /// Modern: the upstream refused in a way that says it no longer speaks this era.
+    EraChanged,
+}
+
+/// Reads the reply to a request sent in `era`; `carried_session`: whether it carried an
+/// `Mcp-Session-Id` (only such a request can find its session lost).
+pub(super) fn attempt(era: Era, carried_session: bool, reply: transport::Reply) -> Attempt {
+    let rpc_error = reply.message.as_ref().and_then(transport::rpc_error_of);
+    match era {
+        Era::Legacy if carried_session && session_lost(reply.status, rpc_error.as_ref()) => Attempt::SessionLost,
+        Era::Modern if modern_refusal_means_other_era(reply.status, rpc_error.as_ref()) => Attempt::EraChanged,
+        _ => Attempt::Done(interpret(reply, rpc_error)),
+    }
+}
+
+/// An upstream's error message, as repeated in the proxy's errors and logs.
+const MAX_ERROR_MESSAGE_CHARS: usize = 1000;
+
+/// An upstream's error message as the proxy repeats it (in errors, logs and to the model): at
+/// most [`MAX_ERROR_MESSAGE_CHARS`] characters, then `…`.
+fn capped_message(message: &str) -> String {
+    match message.char_indices().nth(MAX_ERROR_MESSAGE_CHARS) {
+        None => message.to_string(),
+        Some((end, _)) => format!("{}…", &message[..end]),
+    }
+}
+
+/// Reads the answer to the discovery probe. Modern: a result listing 2026-07-28, or a 400
+/// carrying one of the modern envelope errors. Legacy: any other refusal. Errors: auth
+/// failures and server errors (the era cannot be known yet).
+pub(super) fn classify_probe(
+    status: u16,
+    message: Option<&Value>,
+    error: Option<&RpcError>,
+) -> Result<Era, UpstreamError> {
+    if status == 401 || status == 403 || status >= 500 {
+        let detail = error.map(|e| capped_message(&e.message)).unwrap_or_default();
+        return Err(UpstreamError::Http { status, detail });
+    }
+    if (200..300).contains(&status) {
+        let result = message.and_then(|m| m.get("result"));
+        let modern_listed = result
+            .and_then(|r| r.get("supportedVersions"))
+            .and_then(Value::as_array)
+            .is_some_and(|vs| vs.iter().filter_map(Value::as_str).any(modern::is_modern));
+        return Ok(if modern_listed { Era::Modern } else { Era::Legacy });
+    }
+    // -32022 listing a modern version we speak: the upstream is modern (retry at that version).
+    let offers_modern = error.is_some_and(|e| {
+        e.code == modern::UNSUPPORTED_VERSION
+            && e.data
+                .as_ref()
+                .and_then(|d| d.get("supported"))
+                .and_then(Value::as_array)
+                .is_some_and(|vs| vs.iter().filter_map(Value::as_str).any(modern::is_modern))
+    });
+    if offers_modern {
+        return Ok(Era::Modern);
+    }
+    let modern_envelope_error = error.is_some_and(|e| {
+        matches!(e.code, modern::HEADER_MISMATCH | modern::MISSING_CLIENT_CAPABILITY)
+            || (e.code == jsonrpc::INVALID_PARAMS && status == 400)
+    });
+    Ok(if status == 400 && modern_envelope_error {
+        Era::Modern
+    } else {
+        Era::Legacy
+    })
+}
+
+/// Whether a modern request's refusal says the upstream does not (or no longer) speak the
+/// modern era: a 400 that is not a modern envelope error, a 404/405 without a JSON-RPC
+/// "method not found", or -32022 (our version is not supported).
+pub(super) fn modern_refusal_means_other_era(status: u16, error: Option<&RpcError>) -> bool {
+    match (status, error) {
+        (_, Some(e)) if e.code == modern::UNSUPPORTED_VERSION => true,
+        (400, Some(e)) => !matches!(
+            e.code,
+            modern::HEADER_MISMATCH | modern::MISSING_CLIENT_CAPABILITY | jsonrpc::INVALID_PARAMS
+        ),
+        (400, None) => true,
+        (404, Some(e)) => e.code != jsonrpc::METHOD_NOT_FOUND,
+        (404, None) | (405, _) => true,
+        _ => false,
+    }
+}
+
+/// Whether a reply to a request that carried a session id means the session is gone.
+pub(super) fn session_lost(status: u16, error: Option<&RpcError>) -> bool {
+    if status == 404 || status == 400 {
+        return true;
+    }
+    error.is_some_and(|e| {
+        let m = e.message.to_ascii_lowercase();
+        m.contains("session")
+            && (m.contains("not found") || m.contains("expired") || m.contains("invalid") || m.contains("unknown"))
+    })
+}
+
+/// Turns a reply into the request's result or a precise error.
+pub(super) fn interpret(reply: transport::Reply, rpc_error: Option<RpcError>) -> Result<Value, UpstreamError> {
+    if !(200..300).contains(&reply.status) {
+        let detail = match (&rpc_error, &reply.message) {
+            (Some(e), _) => capped_message(&e.message),
+            (None, Some(Value::String(s))) => s.clone(),
+            _ => String::new(),
+        };
+        return Err(UpstreamError::Http {
+            status: reply.status,
+            detail,
+        });
+    }
+    if let Some(mut e) = rpc_error {
+        e.message = capped_message(&e.message);
+        return Err(UpstreamError::Rpc(e));
+    }
+    match reply.message {
+        Some(Value::Object(mut m)) => m
+            .remove("result")
+            .ok_or_else(|| UpstreamError::InvalidReply("response has neither result nor error".into())),
+        _ => Err(UpstreamError::InvalidReply("response is not a JSON-RPC object".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn reply(status: u16, message: Option<Value>) -> transport::Reply {
+        transport::Reply {
+            status,
+            session_id: None,
+            message,
+            bytes: 0,
+        }
+    }
+
+    #[test]
+    fn the_probe_answer_tells_the_era() {
+        let probe = |status, message: Value| {
+            let error = transport::rpc_error_of(&message);
+            classify_probe(status, Some(&message), error.as_ref())
+        };
+        let failed = |code: i64| json!({"jsonrpc": "2.0", "id": 1, "error": {"code": code, "message": "no"}});
+        let listing = |versions: Value| json!({"jsonrpc": "2.0", "id": 1, "result": {"supportedVersions": versions}});
+        assert_eq!(probe(200, listing(json!(["2026-07-28"]))), Ok(Era::Modern));
+        assert_eq!(probe(200, listing(json!(["2025-06-18"]))), Ok(Era::Legacy));
+        assert_eq!(
+            probe(200, failed(jsonrpc::METHOD_NOT_FOUND)),
+            Ok(Era::Legacy),
+            "a legacy server does not know the method"
+        );
+        for code in [
+            modern::HEADER_MISMATCH,
+            modern::MISSING_CLIENT_CAPABILITY,
+            jsonrpc::INVALID_PARAMS,
+        ] {
+            assert_eq!(probe(400, failed(code)), Ok(Era::Modern), "{code}");
+        }
+        assert_eq!(probe(400, failed(jsonrpc::INVALID_REQUEST)), Ok(Era::Legacy));
+        assert_eq!(probe(404, failed(jsonrpc::INVALID_PARAMS)), Ok(Era::Legacy));
+        assert_eq!(probe(405, json!("Method Not Allowed")), Ok(Era::Legacy));
+        let offers = |versions: Value| {
+            let mut m = failed(modern::UNSUPPORTED_VERSION);
+            m["error"]["data"] = json!({ "supported": versions });
+            m
+        };
+        assert_eq!(probe(400, offers(json!(["2026-07-28"]))), Ok(Era::Modern));
+        assert_eq!(probe(400, offers(json!(["2025-06-18"]))), Ok(Era::Legacy));
+        for status in [401, 403, 500, 503] {
+            assert!(
+                matches!(probe(status, failed(jsonrpc::SERVER_ERROR)), Err(UpstreamError::Http { status: s, .. }) if s == status),
+                "{status}: the era cannot be known yet"
+            );
+        }
+    }
+
+    #[test]
+    fn a_modern_refusal_in_the_legacy_manner_means_the_era_changed() {
+        let e = |code| Some(RpcError::new(code, "no"));
+        let other_era = |status, error: Option<RpcError>| modern_refusal_means_other_era(status, error.as_ref());
+        assert!(other_era(200, e(modern::UNSUPPORTED_VERSION)));
+        assert!(other_era(400, e(modern::UNSUPPORTED_VERSION)));
+        assert!(other_era(400, e(jsonrpc::INVALID_REQUEST)));
+        assert!(other_era(400, None));
+        assert!(!other_era(400, e(modern::HEADER_MISMATCH)));
+        assert!(!other_era(400, e(modern::MISSING_CLIENT_CAPABILITY)));
+        assert!(!other_era(400, e(jsonrpc::INVALID_PARAMS)));
+        assert!(other_era(404, None));
+        assert!(other_era(404, e(jsonrpc::SERVER_ERROR)));
+        assert!(
+            !other_era(404, e(jsonrpc::METHOD_NOT_FOUND)),
+            "a modern 'no such method'"
+        );
+        assert!(other_era(405, None));
+        assert!(!other_era(200, e(jsonrpc::METHOD_NOT_FOUND)));
+        assert!(!other_era(500, None));
+    }
+
+    #[test]
+    fn an_attempt_ends_by_era_and_session() {
+        let not_found = || reply(404, Some(json!("Not Found")));
+        assert_eq!(attempt(Era::Legacy, true, not_found()), Attempt::SessionLost);
+        assert_eq!(
+            attempt(Era::Legacy, false, not_found()),
+            Attempt::Done(Err(UpstreamError::Http {
+                status: 404,
+                detail: "Not Found".into()
+            })),
+            "a stateless upstream has no session to lose"
+        );
+        assert_eq!(attempt(Era::Modern, false, not_found()), Attempt::EraChanged);
+        let ok = || reply(200, Some(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}})));
+        for (era, session) in [(Era::Legacy, true), (Era::Legacy, false), (Era::Modern, false)] {
+            assert_eq!(attempt(era, session, ok()), Attempt::Done(Ok(json!({"tools": []}))));
+        }
+        let expired = reply(
+            200,
+            Some(
+                json!({"jsonrpc": "2.0", "id": 1, "error": {"code": jsonrpc::SERVER_ERROR, "message": "Session expired"}}),
+            ),
+        );
+        assert_eq!(attempt(Era::Legacy, true, expired), Attempt::SessionLost);
+    }
+
+    #[test]
+    fn session_loss_is_recognised_by_status_and_message() {
+        assert!(session_lost(404, None));
+        assert!(session_lost(400, None));
+        assert!(!session_lost(500, None));
+        assert!(session_lost(
+            200,
+            Some(&RpcError::new(jsonrpc::SERVER_ERROR, "Session not found"))
+        ));
+        assert!(!session_lost(
+            200,
+            Some(&RpcError::new(jsonrpc::INVALID_PARAMS, "Unknown tool"))
+        ));
+    }
+
+    #[test]
+    fn interpret_separates_http_rpc_and_invalid_replies() {
+        let r = reply;
+        let ok = interpret(r(200, Some(json!({"jsonrpc":"2.0","id":1,"result":{"x":1}}))), None);
+        assert_eq!(ok.unwrap(), json!({"x":1}));
+        let http = interpret(r(503, Some(Value::String("busy".into()))), None).unwrap_err();
+        assert_eq!(
+            http,
+            UpstreamError::Http {
+                status: 503,
+                detail: "busy".into()
+            }
+        );
+        let e = RpcError::new(jsonrpc::INVALID_PARAMS, "bad");
+        let rpc = interpret(r(200, None), Some(e.clone())).unwrap_err();
+        assert_eq!(rpc, UpstreamError::Rpc(e));
+        let long = RpcError::new(jsonrpc::SERVER_ERROR, "ü".repeat(5000));
+        let Err(UpstreamError::Rpc(cut)) = interpret(r(200, None), Some(long)) else {
+            panic!("an RPC error")
+        };
+        assert_eq!(cut.message.chars().count(), MAX_ERROR_MESSAGE_CHARS + 1);
+        assert!(cut.message.ends_with('…'));
+        assert!(matches!(
+            interpret(r(200, Some(json!([]))), None),
+            Err(UpstreamError::InvalidReply(_))
+        ));
+    }
+}

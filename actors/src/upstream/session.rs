@@ -1,0 +1,806 @@
+//! The session with one upstream: its state ([`Session`], kept in a [`SessionState`] beside
+//! what belongs with it), the transitions between states, the handshakes that make them
+//! (discovery probe, `initialize`), and one request under the session's rules
+//! ([`Connection::request`]).
+//!
+//! # Era and session state machine (single-flight; `generation` counts (re)initializations)
+//!
+//! ```text
+//!  Unready{hint} ──first request──► probe: POST server/discover (2026-07-28 _meta + headers)
+//!     ▲  (a Legacy hint skips          │ result listing 2026-07-28, or a modern 400 (-32020/-32021/-32602)
+//!     │   the probe)                   ├──────────────► Ready(Modern)                 became_modern
+//!     │                                │                every request stamped, no session
+//!     │                                │ anything else (400/404/405 non-modern error, -32601, -32022)
+//!     │                                └──────────────► initialize + notifications/initialized
+//!     │                                                     └──► Ready(Legacy{id?, version})  became_legacy
+//!     ├── timeout: the handshake (waiting for the one in flight included) took longer than the
+//!     │   upstream's timeout; the lock is released and the next request handshakes anew
+//!     ├── lost(gen) ◄── Legacy: a request that carried the session got 404/400/"session expired",
+//!     │                 or the list-change GET got 404
+//!     │             ◄── Modern: a request got a non-modern refusal (the upstream changed era; the
+//!     │                 hint is forgotten, so the next handshake probes)
+//!     │   (only if nobody re-initialized since `gen`; a request is then retried once)
+//!     └── ended ◄── Legacy{id: Some}: `EndSession` (the `DELETE` follows)
+//! ```
+//! A legacy hint that `initialize` refuses in a way that may mean the other era (400/404/405,
+//! -32601, -32022) is forgotten and the upstream probed. The era found is reported with each
+//! listing, stored in the manifest, and given back as a hint at the next start. A legacy
+//! upstream whose `initialize` reply carries no `Mcp-Session-Id` is stateless
+//! (`Legacy{id: None}`): no session header is ever sent and a 400 is an ordinary error, never a
+//! loss.
+//!
+//! Every way into a handshake (a request's `ensure_ready`, `reset`, the list-change follower)
+//! is bounded by the upstream's timeout, so a handshake the upstream never answers cannot hold
+//! the init lock past that.
+//!
+//! # No borrow across an await, by construction
+//! The state is a [`SharedSession`], reachable only through `read` and `update`: their closures
+//! are not `async` and what they return cannot borrow the state. What a request needs is
+//! copied out as a [`RequestContext`] (the ready session and its generation), which the request
+//! then carries through its awaits; the headers it becomes are decided by
+//! [`transport::headers`] from the context's [`Envelope`].
+
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::{json, Map, Value};
+
+use super::actor::UpstreamSpec;
+use super::classify::{self, classify_probe, interpret, Attempt};
+use super::error::UpstreamError;
+use super::transport::{self, Envelope, Message, NotificationSink};
+use mcp_wire::jsonrpc::{self, RequestId};
+use mcp_wire::{modern, version, Era};
+
+pub(super) use shared::SharedSession;
+
+/// Where the session with the upstream stands. Only states that can exist can be built: a
+/// ready session knows its era, and only a legacy one has a session id or a negotiated version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Session {
+    /// No handshake yet, or the last session was lost or ended. `hint`: the era last known (the
+    /// manifest's, a probe's, or the lost session's); a legacy hint skips the probe.
+    Unready { hint: Option<Era> },
+    /// The handshake is done: requests go out in this session.
+    Ready(Ready),
+}
+
+/// A session requests can go out in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Ready {
+    /// `initialize` done: the negotiated protocol version, and the `Mcp-Session-Id` of a
+    /// stateful upstream (`None`: a stateless one).
+    Legacy { id: Option<String>, version: String },
+    /// Probed as modern: every request stamped with the modern version; no session.
+    Modern,
+}
+
+impl Ready {
+    pub(super) fn era(&self) -> Era {
+        match self {
+            Ready::Legacy { .. } => Era::Legacy,
+            Ready::Modern => Era::Modern,
+        }
+    }
+
+    pub(super) fn protocol_version(&self) -> &str {
+        match self {
+            Ready::Legacy { version, .. } => version,
+            Ready::Modern => modern::LATEST_MODERN,
+        }
+    }
+
+    /// Whether requests carry a session id (only those can find their session lost).
+    pub(super) fn has_session_id(&self) -> bool {
+        matches!(self, Ready::Legacy { id: Some(_), .. })
+    }
+
+    /// What a request in this session carries of it (made into headers by the transport).
+    pub(super) fn envelope(&self) -> Envelope<'_> {
+        match self {
+            Ready::Legacy { id, version } => Envelope::Legacy {
+                session_id: id.as_deref(),
+                version,
+            },
+            Ready::Modern => Envelope::Modern,
+        }
+    }
+}
+
+/// What a handshake (`initialize`, or a modern `server/discover`) told about the upstream.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(super) struct Handshake {
+    /// The upstream's `instructions`, cut to [`MAX_INSTRUCTIONS_BYTES`].
+    pub(super) instructions: Option<String>,
+    /// Whether it advertises `tools.listChanged` (it can tell us when to re-list).
+    pub(super) list_changed: bool,
+}
+
+impl Handshake {
+    /// Reads a handshake's `result`.
+    fn of(result: &Value) -> Handshake {
+        Handshake {
+            instructions: result
+                .get("instructions")
+                .and_then(Value::as_str)
+                .map(capped_instructions),
+            list_changed: advertises_list_changed(result),
+        }
+    }
+}
+
+/// The session with one upstream, and what belongs beside it.
+#[derive(Debug)]
+pub(super) struct SessionState {
+    session: Session,
+    /// (Re)initializations so far: the generation of the ready session. A request that finds
+    /// its session lost names the generation it used, so one loss causes one re-initialization.
+    generation: u64,
+    /// What the last handshake told (kept while unready: the last known facts).
+    handshake: Handshake,
+}
+
+/// What one request needs of the session, copied out of it ([`SessionState::context`]):
+/// holding it holds no borrow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct RequestContext {
+    /// The generation of `session` (see [`SessionState::lost`]).
+    pub(super) generation: u64,
+    pub(super) session: Ready,
+}
+
+impl RequestContext {
+    pub(super) fn era(&self) -> Era {
+        self.session.era()
+    }
+
+    pub(super) fn envelope(&self) -> Envelope<'_> {
+        self.session.envelope()
+    }
+}
+
+impl SessionState {
+    /// Unready, with the era found last time (from the manifest) as the hint.
+    pub(super) fn new(hint: Option<Era>) -> Self {
+        SessionState {
+            session: Session::Unready { hint },
+            generation: 0,
+            handshake: Handshake::default(),
+        }
+    }
+
+    /// The ready session, if there is one.
+    pub(super) fn context(&self) -> Option<RequestContext> {
+        match &self.session {
+            Session::Ready(ready) => Some(RequestContext {
+                generation: self.generation,
+                session: ready.clone(),
+            }),
+            Session::Unready { .. } => None,
+        }
+    }
+
+    /// The era: the ready session's, or the hint.
+    pub(super) fn era(&self) -> Option<Era> {
+        match &self.session {
+            Session::Ready(ready) => Some(ready.era()),
+            Session::Unready { hint } => *hint,
+        }
+    }
+
+    pub(super) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub(super) fn instructions(&self) -> Option<&str> {
+        self.handshake.instructions.as_deref()
+    }
+
+    pub(super) fn list_changed(&self) -> bool {
+        self.handshake.list_changed
+    }
+
+    /// The probe found `era`: the hint for this handshake (and, if it fails, the next).
+    pub(super) fn probed(&mut self, era: Era) {
+        if let Session::Unready { hint } = &mut self.session {
+            *hint = Some(era);
+        }
+    }
+
+    /// The hint is in doubt (a legacy hint's `initialize` was refused): the next handshake
+    /// probes.
+    pub(super) fn forget_era(&mut self) {
+        if let Session::Unready { hint } = &mut self.session {
+            *hint = None;
+        }
+    }
+
+    /// `initialize` succeeded: a new legacy session.
+    pub(super) fn became_legacy(&mut self, id: Option<String>, version: String, told: Handshake) -> RequestContext {
+        self.became(Ready::Legacy { id, version }, told)
+    }
+
+    /// The probe found a modern upstream: ready, with no session.
+    pub(super) fn became_modern(&mut self, told: Handshake) -> RequestContext {
+        self.became(Ready::Modern, told)
+    }
+
+    fn became(&mut self, ready: Ready, told: Handshake) -> RequestContext {
+        self.generation += 1;
+        self.session = Session::Ready(ready.clone());
+        self.handshake = told;
+        RequestContext {
+            generation: self.generation,
+            session: ready,
+        }
+    }
+
+    /// The session of `generation` failed (lost, or the upstream changed era). If another one
+    /// is ready since, that one is returned and nothing changes; otherwise the session is
+    /// dropped, keeping its era as the hint unless `forget_era`.
+    pub(super) fn lost(&mut self, generation: u64, forget_era: bool) -> Option<RequestContext> {
+        if let Some(ctx) = self.context().filter(|c| c.generation != generation) {
+            return Some(ctx);
+        }
+        let era = self.era();
+        self.session = Session::Unready {
+            hint: if forget_era { None } else { era },
+        };
+        None
+    }
+
+    /// Ends a sticky legacy session: unready, and its id and version are returned (for the
+    /// `DELETE`). Other states have no session to end and stay as they are.
+    pub(super) fn ended(&mut self) -> Option<(String, String)> {
+        let unready = Session::Unready {
+            hint: Some(Era::Legacy),
+        };
+        match std::mem::replace(&mut self.session, unready) {
+            Session::Ready(Ready::Legacy { id: Some(id), version }) => Some((id, version)),
+            other => {
+                self.session = other;
+                None
+            }
+        }
+    }
+}
+
+mod shared {
+    use std::cell::RefCell;
+
+    use super::SessionState;
+
+    /// The [`SessionState`] of one upstream, shared by the actor and its request futures (all
+    /// on the actor's thread). It is reached only through [`read`](Self::read) and
+    /// [`update`](Self::update): their closures are not `async`, and what they return cannot
+    /// borrow the state, so no borrow is ever held across an await.
+    pub(in crate::upstream) struct SharedSession(RefCell<SessionState>);
+
+    impl SharedSession {
+        pub(in crate::upstream) fn new(state: SessionState) -> Self {
+            SharedSession(RefCell::new(state))
+        }
+
+        /// Reads the state (the closure must not reach this session again).
+        pub(in crate::upstream) fn read<R>(&self, f: impl FnOnce(&SessionState) -> R) -> R {
+            f(&self.0.borrow())
+        }
+
+        /// Changes the state, by one of its transitions (the closure must not reach this session
+        /// again).
+        pub(in crate::upstream) fn update<R>(&self, f: impl FnOnce(&mut SessionState) -> R) -> R {
+            f(&mut self.0.borrow_mut())
+        }
+    }
+}
+
+/// Per-upstream connection, shared by the actor and its in-flight request futures (all on the
+/// actor's thread, hence `Rc` and a [`SharedSession`]).
+pub(super) struct Connection {
+    pub(super) spec: UpstreamSpec,
+    pub(super) client: transport::Client,
+    pub(super) session: SharedSession,
+    /// Serialises (re-)initialization so concurrent requests share one handshake.
+    init_lock: tokio::sync::Mutex<()>,
+    next_id: Cell<i64>,
+}
+
+/// What a request needs besides method and params.
+#[derive(Default, Clone, Copy)]
+pub(super) struct RequestOptions<'a> {
+    /// `Mcp-Name` (tools/call).
+    pub(super) name: Option<&'a str>,
+    /// Tool input schema, for `Mcp-Param-*` (modern) headers.
+    pub(super) input_schema: Option<&'a Value>,
+    /// Caller's `_meta` to include.
+    pub(super) meta: Option<&'a Map<String, Value>>,
+    /// Receives notifications that precede the response.
+    pub(super) sink: NotificationSink<'a>,
+    /// Records the id of the attempt in flight (for `notifications/cancelled`).
+    pub(super) current_id: Option<&'a Cell<Option<i64>>>,
+    /// Adds up the body bytes of the replies read (a listing's budget across its pages).
+    pub(super) received: Option<&'a Cell<usize>>,
+}
+
+pub(super) const CLIENT_NAME: &str = "mcp-search-proxy";
+
+// What an upstream can make the proxy hold (it is trusted no more than a client).
+
+/// The `Mcp-Session-Id` sent back with every request of the session.
+const MAX_SESSION_ID_BYTES: usize = 1024;
+/// The upstream's `instructions`: a longer text is cut (at a character boundary) and says so.
+const MAX_INSTRUCTIONS_BYTES: usize = 8192;
+
+/// What the discovery probe found.
+struct Probed {
+    era: Era,
+    /// Meaningful for a modern upstream (a legacy one tells at `initialize`).
+    told: Handshake,
+}
+
+impl Connection {
+    pub(super) fn new(spec: UpstreamSpec) -> Self {
+        let connect_timeout = spec.timeout.min(Duration::from_secs(10));
+        Connection {
+            client: transport::Client::new(spec.url.clone(), spec.token.clone(), connect_timeout),
+            session: SharedSession::new(SessionState::new(spec.era_hint)),
+            spec,
+            init_lock: tokio::sync::Mutex::new(()),
+            next_id: Cell::new(1),
+        }
+    }
+
+    /// Runs `fut` within the upstream's timeout; a timeout states the real elapsed time.
+    pub(super) async fn with_timeout<T>(
+        &self,
+        fut: impl std::future::Future<Output = Result<T, UpstreamError>>,
+    ) -> Result<T, UpstreamError> {
+        let started = Instant::now();
+        match tokio::time::timeout(self.spec.timeout, fut).await {
+            Ok(r) => r,
+            Err(_) => Err(UpstreamError::Timeout {
+                elapsed: started.elapsed(),
+            }),
+        }
+    }
+
+    pub(super) fn fresh_id(&self) -> i64 {
+        let id = self.next_id.get();
+        self.next_id.set(id.wrapping_add(1));
+        id
+    }
+
+    /// The ready session, if there is one.
+    fn context(&self) -> Option<RequestContext> {
+        self.session.read(SessionState::context)
+    }
+
+    /// Fire-and-forget POST of a notification or a response within the current session
+    /// (nothing of a session when none is ready), bounded by `timeout`; failures are not
+    /// interesting to anyone.
+    pub(super) async fn post_in_session(&self, message: &Value, timeout: Duration) {
+        let ctx = self.context();
+        let envelope = ctx.as_ref().map_or(Envelope::Bare, RequestContext::envelope);
+        let what = Message {
+            method: message.get("method").and_then(Value::as_str),
+            ..Default::default()
+        };
+        let body = Bytes::from(message.to_string());
+        let send = self.client.post(envelope, what, body, None, 64 * 1024, None);
+        let _ = tokio::time::timeout(timeout.min(self.spec.timeout), send).await;
+    }
+
+    /// One request with the era and session rules: get ready if needed; on a lost session or
+    /// a changed era reset once and retry once. Returns the result and the session that gave it.
+    pub(super) async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        opts: RequestOptions<'_>,
+    ) -> Result<(Value, RequestContext), UpstreamError> {
+        let ctx = self.ensure_ready().await?;
+        match self.attempt(&ctx, method, params.clone(), opts).await {
+            Attempt::Done(r) => r.map(|v| (v, ctx)),
+            lost @ (Attempt::SessionLost | Attempt::EraChanged) => {
+                let forget_era = matches!(lost, Attempt::EraChanged);
+                log::info!(upstream = self.spec.label.as_str(), method = method, reprobe = forget_era; "upstream session lost, re-initializing");
+                let ctx = self.reset(ctx.generation, forget_era).await?;
+                match self.attempt(&ctx, method, params, opts).await {
+                    Attempt::Done(r) => r.map(|v| (v, ctx)),
+                    Attempt::SessionLost | Attempt::EraChanged => Err(UpstreamError::Http {
+                        status: 404,
+                        detail: "the upstream rejected a freshly initialized session".into(),
+                    }),
+                }
+            }
+        }
+    }
+
+    /// Sends the request once, in the session `ctx`.
+    async fn attempt(
+        &self,
+        ctx: &RequestContext,
+        method: &str,
+        params: Option<Value>,
+        opts: RequestOptions<'_>,
+    ) -> Attempt {
+        let id = self.fresh_id();
+        if let Some(c) = opts.current_id {
+            c.set(Some(id));
+        }
+        let rid = RequestId::Num(id);
+        let mut params = params;
+        match ctx.era() {
+            Era::Legacy => {
+                if let (Some(meta), Some(Value::Object(p))) = (opts.meta, params.as_mut()) {
+                    if !meta.is_empty() {
+                        p.insert("_meta".into(), Value::Object(meta.clone()));
+                    }
+                }
+            }
+            Era::Modern => {
+                let mut meta = opts.meta.cloned().unwrap_or_default();
+                meta.extend(modern::request_meta(CLIENT_NAME, env!("CARGO_PKG_VERSION")));
+                let p = params.get_or_insert_with(|| json!({}));
+                if let Value::Object(p) = p {
+                    p.insert("_meta".into(), Value::Object(meta));
+                }
+            }
+        }
+        let body = jsonrpc::request(&rid, method, params);
+        let message = Message {
+            method: Some(method),
+            name: opts.name,
+            mirror: opts.input_schema.zip(body.pointer("/params/arguments")),
+            idempotent: method != "tools/call",
+        };
+        let reply = match self
+            .client
+            .post(
+                ctx.envelope(),
+                message,
+                Bytes::from(body.to_string()),
+                Some(&rid),
+                self.spec.max_response_bytes,
+                opts.sink,
+            )
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => return Attempt::Done(Err(e)),
+        };
+        if let Some(received) = opts.received {
+            received.set(received.get() + reply.bytes);
+        }
+        classify::attempt(ctx.era(), ctx.session.has_session_id(), reply)
+    }
+
+    /// Gets ready unless ready; returns the session the caller works in. Waiting for a
+    /// handshake in flight and making one are bounded together by the upstream's timeout, so a
+    /// hung handshake ends (and frees the lock for the next one) within that time, whoever
+    /// started it.
+    pub(super) async fn ensure_ready(&self) -> Result<RequestContext, UpstreamError> {
+        if let Some(ctx) = self.context() {
+            return Ok(ctx);
+        }
+        self.with_timeout(async {
+            let _guard = self.init_lock.lock().await;
+            if let Some(ctx) = self.context() {
+                return Ok(ctx);
+            }
+            self.connect().await
+        })
+        .await
+    }
+
+    /// Drops the session of `generation` (and, if asked, the era) and connects anew, unless
+    /// another request already did so since. Bounded like [`Self::ensure_ready`].
+    async fn reset(&self, generation: u64, forget_era: bool) -> Result<RequestContext, UpstreamError> {
+        self.with_timeout(async {
+            let _guard = self.init_lock.lock().await;
+            if let Some(ctx) = self.session.update(|s| s.lost(generation, forget_era)) {
+                return Ok(ctx);
+            }
+            self.connect().await
+        })
+        .await
+    }
+
+    /// Probes the era unless the hint is legacy, then initializes a legacy upstream.
+    async fn connect(&self) -> Result<RequestContext, UpstreamError> {
+        let legacy_hint = self.session.read(SessionState::era) == Some(Era::Legacy);
+        let mut probed = if legacy_hint { None } else { Some(self.probe().await?) };
+        if probed.as_ref().is_none_or(|p| p.era == Era::Legacy) {
+            match self.initialize().await {
+                Ok(ctx) => return Ok(ctx),
+                // A legacy hint from the manifest may be stale: a refusal of `initialize`
+                // can mean the upstream moved to the modern era; probe and try again.
+                Err(e) if legacy_hint && e.may_mean_other_era() => {
+                    self.session.update(SessionState::forget_era);
+                    let p = self.probe().await?;
+                    if p.era == Era::Legacy {
+                        return self.initialize().await;
+                    }
+                    probed = Some(p);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let told = probed.map(|p| p.told).unwrap_or_default();
+        let ctx = self.session.update(|s| s.became_modern(told));
+        log::info!(upstream = self.spec.label.as_str(), era = "modern", protocol = modern::LATEST_MODERN, generation = ctx.generation; "upstream initialized");
+        Ok(ctx)
+    }
+
+    /// `server/discover` with the modern envelope: which era does the upstream speak?
+    async fn probe(&self) -> Result<Probed, UpstreamError> {
+        let id = RequestId::Num(self.fresh_id());
+        let params = json!({ "_meta": modern::request_meta(CLIENT_NAME, env!("CARGO_PKG_VERSION")) });
+        let body = jsonrpc::request(&id, "server/discover", Some(params));
+        let reply = match self
+            .post_handshake(Envelope::Modern, "server/discover", &body, Some(&id))
+            .await
+        {
+            Ok(r) => r,
+            // A 2xx reply that is not valid MCP (e.g. an SSE stream without an answer) is a
+            // legacy server that does not know the method; transport errors propagate.
+            Err(UpstreamError::InvalidReply(_)) => return Ok(self.probed(Era::Legacy, Handshake::default())),
+            Err(e) => return Err(e),
+        };
+        let rpc_error = reply.message.as_ref().and_then(transport::rpc_error_of);
+        let era = classify_probe(reply.status, reply.message.as_ref(), rpc_error.as_ref())?;
+        let told = reply
+            .message
+            .as_ref()
+            .and_then(|m| m.get("result"))
+            .map(Handshake::of)
+            .unwrap_or_default();
+        Ok(self.probed(era, told))
+    }
+
+    fn probed(&self, era: Era, told: Handshake) -> Probed {
+        self.session.update(|s| s.probed(era));
+        log::debug!(upstream = self.spec.label.as_str(), era = era.as_str(); "upstream era probed");
+        Probed { era, told }
+    }
+
+    /// One handshake message (probe, `initialize`, `notifications/initialized`) of `method`
+    /// in `envelope`; safe to resend on a stale pooled connection.
+    async fn post_handshake(
+        &self,
+        envelope: Envelope<'_>,
+        method: &str,
+        message: &Value,
+        expect_id: Option<&RequestId>,
+    ) -> Result<transport::Reply, UpstreamError> {
+        let what = Message {
+            method: Some(method),
+            idempotent: true,
+            ..Default::default()
+        };
+        let body = Bytes::from(message.to_string());
+        self.client
+            .post(envelope, what, body, expect_id, self.spec.max_response_bytes, None)
+            .await
+    }
+
+    /// `initialize` and `notifications/initialized`: a new legacy session.
+    async fn initialize(&self) -> Result<RequestContext, UpstreamError> {
+        let id = RequestId::Num(self.fresh_id());
+        let params = json!({
+            "protocolVersion": version::LATEST_LEGACY,
+            "capabilities": {},
+            "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
+        });
+        let body = jsonrpc::request(&id, "initialize", Some(params));
+        let reply = self
+            .post_handshake(Envelope::Bare, "initialize", &body, Some(&id))
+            .await?;
+        let session_id = reply.session_id.clone();
+        let rpc_error = reply.message.as_ref().and_then(transport::rpc_error_of);
+        let result = interpret(reply, rpc_error)?;
+        let negotiated = result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .ok_or_else(|| UpstreamError::InvalidReply("initialize result has no protocolVersion".into()))?
+            .to_string();
+        if !version::is_supported_legacy(&negotiated) {
+            return Err(UpstreamError::InvalidReply(format!(
+                "the upstream negotiated protocol version {negotiated}, which this proxy does not speak"
+            )));
+        }
+        if let Some(sid) = &session_id {
+            if sid.len() > MAX_SESSION_ID_BYTES {
+                return Err(UpstreamError::InvalidReply(format!(
+                    "Mcp-Session-Id is {} bytes, longer than the proxy's {MAX_SESSION_ID_BYTES}-byte limit",
+                    sid.len()
+                )));
+            }
+            if sid.is_empty() || !sid.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+                return Err(UpstreamError::InvalidReply(
+                    "Mcp-Session-Id is not visible ASCII".into(),
+                ));
+            }
+        }
+        let told = Handshake::of(&result);
+
+        // notifications/initialized completes the handshake.
+        let note = jsonrpc::notification("notifications/initialized", None);
+        let envelope = Envelope::Legacy {
+            session_id: session_id.as_deref(),
+            version: &negotiated,
+        };
+        let ack = self
+            .post_handshake(envelope, "notifications/initialized", &note, None)
+            .await?;
+        if !(200..300).contains(&ack.status) {
+            return Err(UpstreamError::Http {
+                status: ack.status,
+                detail: "notifications/initialized was refused".into(),
+            });
+        }
+
+        let sticky = session_id.is_some();
+        let ctx = self.session.update(|s| s.became_legacy(session_id, negotiated, told));
+        log::info!(
+            upstream = self.spec.label.as_str(),
+            era = "legacy",
+            protocol = ctx.session.protocol_version(),
+            session = if sticky { "sticky" } else { "stateless" },
+            generation = ctx.generation;
+            "upstream initialized"
+        );
+        Ok(ctx)
+    }
+}
+
+/// The upstream's `instructions`, cut at a character boundary to at most
+/// [`MAX_INSTRUCTIONS_BYTES`] (plus a note saying so): long instructions are kept usable rather
+/// than refused, since an upstream is not broken for being verbose.
+fn capped_instructions(text: &str) -> String {
+    if text.len() <= MAX_INSTRUCTIONS_BYTES {
+        return text.to_string();
+    }
+    let mut end = MAX_INSTRUCTIONS_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[truncated by {CLIENT_NAME}: the upstream's instructions exceed {MAX_INSTRUCTIONS_BYTES} bytes]",
+        &text[..end]
+    )
+}
+
+/// Whether an initialize/discover result advertises `capabilities.tools.listChanged`.
+fn advertises_list_changed(result: &Value) -> bool {
+    result
+        .pointer("/capabilities/tools/listChanged")
+        .and_then(Value::as_bool)
+        == Some(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_instructions_are_cut_at_a_character_boundary_and_say_so() {
+        assert_eq!(capped_instructions("Use the tools."), "Use the tools.");
+        let long = "é".repeat(MAX_INSTRUCTIONS_BYTES); // two bytes each
+        let cut = capped_instructions(&long);
+        let (kept, note) = cut.split_once('\n').unwrap();
+        assert_eq!(kept.len(), MAX_INSTRUCTIONS_BYTES);
+        assert!(kept.chars().all(|c| c == 'é'));
+        assert!(note.contains("truncated") && note.contains("8192 bytes"), "{note}");
+        let odd = format!("a{}", "é".repeat(MAX_INSTRUCTIONS_BYTES));
+        let (kept, _) = capped_instructions(&odd)
+            .split_once('\n')
+            .map(|(k, n)| (k.to_string(), n.to_string()))
+            .unwrap();
+        assert_eq!(kept.len(), MAX_INSTRUCTIONS_BYTES - 1, "never half a character");
+    }
+
+    #[test]
+    fn a_handshake_tells_instructions_and_list_changes() {
+        let told = Handshake::of(&json!({"instructions": "Use it.", "capabilities": {"tools": {"listChanged": true}}}));
+        assert_eq!(told.instructions.as_deref(), Some("Use it."));
+        assert!(told.list_changed);
+        assert_eq!(
+            Handshake::of(&json!({"capabilities": {"tools": {}}})),
+            Handshake::default()
+        );
+    }
+
+    fn legacy(id: Option<&str>) -> Ready {
+        Ready::Legacy {
+            id: id.map(str::to_string),
+            version: "2025-06-18".into(),
+        }
+    }
+
+    #[test]
+    fn the_session_moves_only_by_its_transitions() {
+        let mut s = SessionState::new(Some(Era::Legacy));
+        assert_eq!(
+            (s.context(), s.era()),
+            (None, Some(Era::Legacy)),
+            "a hint is not a session"
+        );
+
+        let told = Handshake {
+            instructions: Some("i".into()),
+            list_changed: true,
+        };
+        let ctx = s.became_legacy(Some("s1".into()), "2025-06-18".into(), told.clone());
+        assert_eq!(ctx.generation, 1);
+        assert_eq!(ctx.session, legacy(Some("s1")));
+        assert_eq!(
+            ctx.envelope(),
+            Envelope::Legacy {
+                session_id: Some("s1"),
+                version: "2025-06-18"
+            }
+        );
+        assert!(ctx.session.has_session_id());
+        assert_eq!((s.instructions(), s.list_changed()), (Some("i"), true));
+
+        // A loss seen at an older generation is already handled: the current session stays.
+        assert_eq!(s.lost(0, false), Some(ctx.clone()));
+        // The loss of the current one: unready, the era kept as the hint, the facts kept.
+        assert_eq!(s.lost(1, false), None);
+        assert_eq!(
+            s.session,
+            Session::Unready {
+                hint: Some(Era::Legacy)
+            }
+        );
+        assert_eq!(s.instructions(), Some("i"));
+        // A loss while unready changes nothing but the hint.
+        assert_eq!(s.lost(1, true), None);
+        assert_eq!(s.session, Session::Unready { hint: None });
+
+        s.probed(Era::Modern);
+        assert_eq!(s.era(), Some(Era::Modern));
+        let ctx = s.became_modern(Handshake::default());
+        assert_eq!((ctx.generation, ctx.era()), (2, Era::Modern));
+        assert_eq!(ctx.envelope(), Envelope::Modern);
+        assert_eq!(ctx.session.protocol_version(), modern::LATEST_MODERN);
+        assert!(!ctx.session.has_session_id());
+        assert!(!s.list_changed(), "the new handshake's facts replace the old");
+        s.probed(Era::Legacy);
+        assert_eq!(
+            s.era(),
+            Some(Era::Modern),
+            "a probe result does not change a ready session"
+        );
+        // The upstream changed era: the hint is forgotten.
+        assert_eq!(s.lost(2, true), None);
+        assert_eq!(s.era(), None);
+    }
+
+    #[test]
+    fn only_a_sticky_legacy_session_ends() {
+        let mut s = SessionState::new(None);
+        assert_eq!(s.ended(), None);
+        s.became_modern(Handshake::default());
+        assert_eq!(s.ended(), None);
+        assert!(s.context().is_some(), "a modern upstream has no session to end");
+        s.became_legacy(None, "2025-06-18".into(), Handshake::default());
+        assert_eq!(s.ended(), None);
+        assert_eq!(
+            s.context().map(|c| c.session),
+            Some(legacy(None)),
+            "stateless: stays ready"
+        );
+        s.became_legacy(Some("s9".into()), "2025-06-18".into(), Handshake::default());
+        assert_eq!(s.ended(), Some(("s9".to_string(), "2025-06-18".to_string())));
+        assert_eq!(
+            s.session,
+            Session::Unready {
+                hint: Some(Era::Legacy)
+            }
+        );
+        assert_eq!(s.generation(), 3, "ending is not a handshake");
+    }
+}
