@@ -33,6 +33,8 @@
 //! `proxy-core` (the four tools as pure functions, the snapshot, the manifest),
 //! `proxy-actors` (the two actors), `demo-upstream` (the embedded demo server).
 
+#![forbid(unsafe_code)]
+
 pub mod cli;
 pub mod config;
 pub mod http;

@@ -1,6 +1,8 @@
 //! The `mcp-search-proxy` binary: parse the command line and the environment, start logging,
 //! run. Exits with 64 (EX_USAGE) on invalid configuration before binding any port.
 
+#![forbid(unsafe_code)]
+
 use std::net::TcpListener;
 use std::process::ExitCode;
 

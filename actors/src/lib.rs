@@ -28,5 +28,7 @@
 //! layer (the binary) never shares a lock with them: it sends messages, and reads what they
 //! publish.
 
+#![forbid(unsafe_code)]
+
 pub mod catalog;
 pub mod upstream;

@@ -17,6 +17,8 @@
 //! The server speaks `serde_json::Value` and has no dependency on the proxy core: it must catch
 //! the core's mistakes, not share them.
 
+#![forbid(unsafe_code)]
+
 pub mod server;
 mod tools;
 

@@ -14,6 +14,8 @@
 //! Everything here is pure and unit-tested without a runtime; the proxy's HTTP layer and its
 //! upstream client both read and write the wire through it.
 
+#![forbid(unsafe_code)]
+
 pub mod jsonrpc;
 pub mod modern;
 pub mod sse;

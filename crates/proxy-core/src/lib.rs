@@ -14,6 +14,8 @@
 //! No actix and no network: the HTTP layer and the actors call into this crate, and every rule
 //! here is unit-tested on plain values.
 
+#![forbid(unsafe_code)]
+
 pub mod args;
 pub mod catalog;
 pub mod policy;
