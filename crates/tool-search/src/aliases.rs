@@ -11,7 +11,7 @@
 //! when the word is unknown to the catalog — by the Snowball stem of their own language, so
 //! `inviare`, `invia` and `inviato` all reach `send`.
 
-use super::fxhash::FxHashMap;
+use rustc_hash::FxHashMap;
 use std::sync::OnceLock;
 
 use rust_stemmers::{Algorithm, Stemmer};

@@ -102,6 +102,15 @@
 //! - retuning k1, idf power, field weights and the pair, source, name and synonym weights:
 //!   every change within ±0.005 on toollens and moving mcptb the other way.
 //!
+//! # Hashing
+//!
+//! The index's hash maps (terms, surface words, pairs, aliases) use `rustc-hash`'s Fx hasher:
+//! the standard SipHash cost a fifth of an 11k-tool build, and `rustc-hash` builds the 11,739
+//! tools of `real-11k.json` ~8% faster than the hand-written Fx copy it replaced (best of 60
+//! builds 119 ms against 129 ms; 2,186 M against 2,311 M instructions per build). Nothing
+//! depends on a map's iteration order: tables that are iterated are sorted first
+//! (`table::StrTable`).
+//!
 //! # Bounded work
 //!
 //! A query or a catalog may come from an attacker (a model relaying a user's text; an upstream
@@ -142,7 +151,6 @@ mod build;
 pub mod catalog_file;
 pub mod eval;
 mod explain;
-mod fxhash;
 pub mod model;
 pub mod names;
 mod query;
@@ -151,7 +159,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-use fxhash::FxHashMap;
+use rustc_hash::FxHashMap;
 use table::StrTable;
 
 use crate::model::CatalogTool;

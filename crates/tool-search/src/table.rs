@@ -6,7 +6,7 @@
 //! lookups are a binary search (a few hundred nanoseconds on the largest catalog), and the
 //! memory is the text plus 12 bytes per key and 4 per value.
 
-use super::fxhash::FxHashMap;
+use rustc_hash::FxHashMap;
 
 /// A sorted multimap from strings to `u32`s (values keep their insertion order).
 #[derive(Debug, Default)]
