@@ -5,1212 +5,105 @@
 //! these few hundred words cover most of what models type. The table is general vocabulary
 //! (what tools do and what they act on), never words picked from an evaluation set.
 //!
-//! Each row is one concept: English words, then words of other languages. A query word that
-//! matches any member expands to the row's English words (which are what catalogs are written
-//! in). English members match by English stem; other members match by their exact form, or —
-//! when the word is unknown to the catalog — by the Snowball stem of their own language, so
-//! `inviare`, `invia` and `inviato` all reach `send`.
+//! The words live in `aliases.txt` beside this file (its header documents the format), compiled
+//! in with `include_str!` and parsed once per process by [`parse`]. Two kinds of entry:
+//! - `english words | words of other languages`: one concept. A query word that matches any
+//!   member expands to the entry's English words (which are what catalogs are written in).
+//!   English members match by English stem; other members match by their exact form, or —
+//!   when the word is unknown to the catalog — by the Snowball stem of their own language, so
+//!   `inviare`, `invia` and `inviato` all reach `send`.
+//! - `narrower words > broader words`: a one-way link from an instance or a narrower word to
+//!   the broader words tools are described with (`french` → `language`, `usd` → `currency`,
+//!   `tomorrow` → `date`), never back.
+//!
+//! The unit tests parse the shipped file, so a malformed line fails `cargo test`, not a search.
 
-use super::fxhash::FxHashMap;
+use rustc_hash::FxHashMap;
 use std::sync::OnceLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
 use super::analyzer::Analyzer;
 
-/// (English words, words of other languages). Multi-word forms are not supported: every entry
-/// is one word.
-const ROWS: &[(&[&str], &[&str])] = &[
-    // --- verbs ---
-    (
-        &["send", "submit", "dispatch"],
-        &[
-            "invia",
-            "inviare",
-            "manda",
-            "mandare",
-            "spedisci",
-            "spedire",
-            "enviar",
-            "envia",
-            "envie",
-            "envoyer",
-            "envoie",
-            "envoi",
-            "senden",
-            "sende",
-            "schicken",
-            "schicke",
-            "verschicken",
-            "mandar",
-        ],
-    ),
-    (
-        &["create", "make", "new", "add"],
-        &[
-            "crea",
-            "creare",
-            "nuovo",
-            "nuova",
-            "aggiungi",
-            "aggiungere",
-            "crear",
-            "nuevo",
-            "nueva",
-            "agregar",
-            "añadir",
-            "créer",
-            "creer",
-            "crée",
-            "nouveau",
-            "nouvelle",
-            "ajouter",
-            "erstellen",
-            "erstelle",
-            "anlegen",
-            "neu",
-            "neue",
-            "hinzufügen",
-            "criar",
-            "novo",
-            "adicionar",
-        ],
-    ),
-    (
-        &["delete", "remove", "erase", "destroy"],
-        &[
-            "elimina",
-            "eliminare",
-            "cancella",
-            "cancellare",
-            "rimuovi",
-            "rimuovere",
-            "eliminar",
-            "borrar",
-            "borra",
-            "quitar",
-            "supprimer",
-            "supprime",
-            "effacer",
-            "retirer",
-            "löschen",
-            "lösche",
-            "entfernen",
-            "entferne",
-            "excluir",
-            "apagar",
-            "remover",
-        ],
-    ),
-    (
-        &["update", "edit", "modify", "change", "patch"],
-        &[
-            "aggiorna",
-            "aggiornare",
-            "modifica",
-            "modificare",
-            "cambia",
-            "cambiare",
-            "actualizar",
-            "actualiza",
-            "editar",
-            "modificar",
-            "cambiar",
-            "mettre",
-            "modifier",
-            "changer",
-            "éditer",
-            "aktualisieren",
-            "aktualisiere",
-            "ändern",
-            "ändere",
-            "bearbeiten",
-            "bearbeite",
-            "atualizar",
-            "alterar",
-        ],
-    ),
-    (
-        &["get", "retrieve", "fetch", "read", "show", "view", "obtain"],
-        &[
-            "ottieni",
-            "ottenere",
-            "leggi",
-            "leggere",
-            "mostra",
-            "mostrare",
-            "recupera",
-            "recuperare",
-            "visualizza",
-            "obtener",
-            "obtén",
-            "leer",
-            "muestra",
-            "mostrar",
-            "obtenir",
-            "lire",
-            "afficher",
-            "voir",
-            "récupérer",
-            "holen",
-            "lesen",
-            "anzeigen",
-            "zeige",
-            "zeigen",
-            "abrufen",
-            "obter",
-            "ler",
-        ],
-    ),
-    (
-        &["list", "enumerate"],
-        &[
-            "elenca",
-            "elencare",
-            "elenco",
-            "lista",
-            "liste",
-            "listar",
-            "enumerar",
-            "lister",
-            "auflisten",
-        ],
-    ),
-    (
-        &["search", "find", "lookup", "query", "look"],
-        &[
-            "cerca",
-            "cercare",
-            "trova",
-            "trovare",
-            "ricerca",
-            "buscar",
-            "busca",
-            "encontrar",
-            "búsqueda",
-            "chercher",
-            "cherche",
-            "recherche",
-            "rechercher",
-            "trouver",
-            "suchen",
-            "suche",
-            "finden",
-            "finde",
-            "procurar",
-            "pesquisar",
-        ],
-    ),
-    (
-        &["open", "launch"],
-        &["apri", "aprire", "abrir", "abre", "ouvrir", "ouvre", "öffnen", "öffne"],
-    ),
-    (
-        &["close", "shut"],
-        &[
-            "chiudi",
-            "chiudere",
-            "cerrar",
-            "cierra",
-            "fermer",
-            "ferme",
-            "schließen",
-            "schließe",
-            "fechar",
-        ],
-    ),
-    (
-        &["upload", "attach"],
-        &[
-            "carica",
-            "caricare",
-            "subir",
-            "sube",
-            "téléverser",
-            "hochladen",
-            "allega",
-            "adjuntar",
-            "joindre",
-            "anhängen",
-            "anexar",
-        ],
-    ),
-    (
-        &["download", "export", "save"],
-        &[
-            "scarica",
-            "scaricare",
-            "salva",
-            "salvare",
-            "esporta",
-            "descargar",
-            "descarga",
-            "guardar",
-            "exportar",
-            "télécharger",
-            "enregistrer",
-            "sauvegarder",
-            "exporter",
-            "herunterladen",
-            "speichern",
-            "speichere",
-            "exportieren",
-            "baixar",
-            "salvar",
-        ],
-    ),
-    (
-        &["move", "transfer", "relocate"],
-        &[
-            "sposta",
-            "spostare",
-            "mover",
-            "mueve",
-            "déplacer",
-            "verschieben",
-            "verschiebe",
-        ],
-    ),
-    (
-        &["copy", "duplicate", "clone"],
-        &["copia", "copiare", "duplica", "copiar", "copier", "kopieren", "kopiere"],
-    ),
-    (
-        &["rename"],
-        &[
-            "rinomina",
-            "rinominare",
-            "renombrar",
-            "renommer",
-            "umbenennen",
-            "renomear",
-        ],
-    ),
-    (
-        &["run", "execute", "invoke", "trigger"],
-        &[
-            "esegui",
-            "eseguire",
-            "lancia",
-            "ejecutar",
-            "ejecuta",
-            "exécuter",
-            "lancer",
-            "ausführen",
-            "führe",
-            "starte",
-            "executar",
-        ],
-    ),
-    (
-        &["start", "begin"],
-        &[
-            "avvia",
-            "avviare",
-            "inizia",
-            "iniziare",
-            "iniciar",
-            "comenzar",
-            "démarrer",
-            "commencer",
-            "starten",
-            "beginnen",
-        ],
-    ),
-    (
-        &["stop", "halt", "pause"],
-        &[
-            "ferma",
-            "fermare",
-            "interrompi",
-            "detener",
-            "parar",
-            "arrêter",
-            "arrête",
-            "stoppen",
-            "anhalten",
-            "beenden",
-        ],
-    ),
-    (
-        &["cancel", "abort", "revoke"],
-        &[
-            "annulla",
-            "annullare",
-            "cancelar",
-            "annuler",
-            "abbrechen",
-            "stornieren",
-            "absagen",
-        ],
-    ),
-    (
-        &["schedule", "book", "reserve", "plan"],
-        &[
-            "pianifica",
-            "programma",
-            "prenota",
-            "prenotare",
-            "programar",
-            "agendar",
-            "reservar",
-            "planifier",
-            "programmer",
-            "réserver",
-            "planen",
-            "buchen",
-            "reservieren",
-            "einplanen",
-        ],
-    ),
-    (
-        &["reply", "respond", "answer"],
-        &[
-            "rispondi",
-            "rispondere",
-            "responder",
-            "responde",
-            "répondre",
-            "réponds",
-            "antworten",
-            "antworte",
-            "beantworten",
-        ],
-    ),
-    (
-        &["forward"],
-        &[
-            "inoltra",
-            "inoltrare",
-            "reenviar",
-            "transférer",
-            "weiterleiten",
-            "encaminhar",
-        ],
-    ),
-    (
-        &["share", "invite", "grant"],
-        &[
-            "condividi",
-            "condividere",
-            "invita",
-            "compartir",
-            "comparte",
-            "invitar",
-            "partager",
-            "inviter",
-            "teilen",
-            "freigeben",
-            "einladen",
-            "compartilhar",
-            "convidar",
-        ],
-    ),
-    (
-        &["archive"],
-        &["archivia", "archiviare", "archivar", "archiver", "archivieren"],
-    ),
-    (
-        &["mark", "flag", "label", "tag"],
-        &[
-            "segna",
-            "contrassegna",
-            "etichetta",
-            "marcar",
-            "etiqueta",
-            "marquer",
-            "étiquette",
-            "markieren",
-            "markiere",
-            "kennzeichnen",
-            "etikett",
-        ],
-    ),
-    (
-        &["write", "compose", "draft"],
-        &[
-            "scrivi",
-            "scrivere",
-            "componi",
-            "bozza",
-            "escribir",
-            "escribe",
-            "redactar",
-            "borrador",
-            "écrire",
-            "écris",
-            "rédiger",
-            "brouillon",
-            "schreiben",
-            "schreibe",
-            "verfassen",
-            "entwurf",
-            "escrever",
-            "rascunho",
-        ],
-    ),
-    (
-        &["publish", "post"],
-        &[
-            "pubblica",
-            "pubblicare",
-            "publicar",
-            "publica",
-            "publier",
-            "veröffentlichen",
-            "posten",
-        ],
-    ),
-    (
-        &["assign"],
-        &[
-            "assegna",
-            "assegnare",
-            "asignar",
-            "assigner",
-            "attribuer",
-            "zuweisen",
-            "atribuir",
-        ],
-    ),
-    (
-        &["merge", "combine"],
-        &["unisci", "fusionar", "combinar", "fusionner", "zusammenführen"],
-    ),
-    (
-        &["deploy", "release"],
-        &[
-            "distribuisci",
-            "rilascia",
-            "desplegar",
-            "déployer",
-            "bereitstellen",
-            "implantar",
-        ],
-    ),
-    (
-        &["restart", "reboot", "reload"],
-        &["riavvia", "riavviare", "reiniciar", "redémarrer", "neustarten"],
-    ),
-    (
-        &["convert", "transform", "translate"],
-        &[
-            "converti",
-            "convertire",
-            "traduci",
-            "convertir",
-            "traducir",
-            "traduire",
-            "konvertieren",
-            "umwandeln",
-            "übersetzen",
-            "converter",
-            "traduzir",
-        ],
-    ),
-    (
-        &["calculate", "compute", "count"],
-        &[
-            "calcola",
-            "calcolare",
-            "calcular",
-            "calculer",
-            "compter",
-            "berechnen",
-            "berechne",
-            "zählen",
-        ],
-    ),
-    (
-        &["summarize", "summary", "overview"],
-        &[
-            "riassumi",
-            "riassunto",
-            "resumir",
-            "resumen",
-            "résumer",
-            "résumé",
-            "zusammenfassen",
-            "zusammenfassung",
-            "resumo",
-        ],
-    ),
-    (
-        &["navigate", "go", "visit", "browse"],
-        &[
-            "naviga",
-            "navigare",
-            "visita",
-            "navegar",
-            "naviguer",
-            "aller",
-            "visiter",
-            "navigieren",
-            "besuchen",
-            "gehe",
-        ],
-    ),
-    (
-        &["click", "press", "tap"],
-        &[
-            "clicca", "cliccare", "premi", "pulsa", "pulsar", "cliquer", "clique", "appuyer", "klicken", "klicke",
-            "drücken", "clicar",
-        ],
-    ),
-    (
-        &["type", "fill", "enter"],
-        &[
-            "digita",
-            "scrivi",
-            "compila",
-            "escribe",
-            "rellenar",
-            "teclear",
-            "taper",
-            "saisir",
-            "remplir",
-            "tippen",
-            "eingeben",
-            "ausfüllen",
-            "preencher",
-            "digitar",
-        ],
-    ),
-    (
-        &["screenshot", "snapshot"],
-        &["cattura", "istantanea", "captura", "capturer", "bildschirmfoto"],
-    ),
-    (
-        &["log", "record", "track"],
-        &[
-            "registra",
-            "registrare",
-            "registrar",
-            "enregistrer",
-            "protokollieren",
-            "erfassen",
-        ],
-    ),
-    (
-        &["login", "authenticate", "signin", "auth"],
-        &[
-            "accedi",
-            "accedere",
-            "autentica",
-            "iniciar",
-            "acceder",
-            "connecter",
-            "anmelden",
-            "einloggen",
-            "entrar",
-        ],
-    ),
-    (
-        &["subscribe", "watch", "follow", "monitor"],
-        &[
-            "iscriviti",
-            "monitora",
-            "segui",
-            "suscribir",
-            "seguir",
-            "monitorear",
-            "abonner",
-            "suivre",
-            "surveiller",
-            "abonnieren",
-            "folgen",
-            "überwachen",
-        ],
-    ),
-    (
-        &["check", "verify", "validate"],
-        &[
-            "controlla",
-            "verifica",
-            "verificare",
-            "comprobar",
-            "revisar",
-            "vérifier",
-            "prüfen",
-            "prüfe",
-            "überprüfen",
-            "checar",
-        ],
-    ),
-    // --- objects ---
-    (
-        &["email", "mail", "gmail"],
-        &[
-            "posta",
-            "correo",
-            "courriel",
-            "courrier",
-            "correio",
-            "postfach",
-            "posteingang",
-            "casella",
-        ],
-    ),
-    (
-        &["message", "chat", "dm"],
-        &[
-            "messaggio",
-            "messaggi",
-            "mensaje",
-            "mensajes",
-            "nachricht",
-            "nachrichten",
-            "mensagem",
-            "mensagens",
-        ],
-    ),
-    (
-        &["event", "meeting", "appointment", "calendar"],
-        &[
-            "evento",
-            "eventi",
-            "riunione",
-            "appuntamento",
-            "calendario",
-            "eventos",
-            "reunión",
-            "reunion",
-            "cita",
-            "événement",
-            "évènement",
-            "rendez",
-            "réunion",
-            "calendrier",
-            "ereignis",
-            "termin",
-            "besprechung",
-            "treffen",
-            "kalender",
-            "reunião",
-            "compromisso",
-        ],
-    ),
-    (
-        &["issue", "ticket", "bug", "incident"],
-        &[
-            "segnalazione",
-            "errore",
-            "incidencia",
-            "problème",
-            "bogue",
-            "fehler",
-            "vorgang",
-            "chamado",
-        ],
-    ),
-    (&["repository", "repo"], &["repositorio", "dépôt", "repositório"]),
-    (
-        &["file", "document", "doc"],
-        &[
-            "documento",
-            "documenti",
-            "archivo",
-            "archivos",
-            "fichier",
-            "fichiers",
-            "datei",
-            "dateien",
-            "dokument",
-            "arquivo",
-        ],
-    ),
-    (
-        &["directory", "folder", "dir"],
-        &[
-            "cartella",
-            "carpeta",
-            "dossier",
-            "répertoire",
-            "ordner",
-            "verzeichnis",
-            "diretório",
-        ],
-    ),
-    (
-        &["page", "webpage", "website", "site", "url", "link"],
-        &[
-            "pagina",
-            "sito",
-            "página",
-            "sitio",
-            "enlace",
-            "enlaces",
-            "seite",
-            "webseite",
-            "collegamento",
-        ],
-    ),
-    (
-        &["user", "member", "person", "people", "account", "profile"],
-        &[
-            "utente",
-            "utenti",
-            "usuario",
-            "usuarios",
-            "cuenta",
-            "perfil",
-            "utilisateur",
-            "compte",
-            "profil",
-            "benutzer",
-            "nutzer",
-            "konto",
-            "usuário",
-            "conta",
-        ],
-    ),
-    (
-        &["customer", "lead"],
-        &[
-            "contatto", "contatti", "cliente", "contacto", "kontakt", "kunde", "contato",
-        ],
-    ),
-    (
-        &["channel", "room", "group"],
-        &[
-            "canale", "stanza", "gruppo", "grupo", "groupe", "kanal", "raum", "gruppe",
-        ],
-    ),
-    (
-        &["notebook", "memo"],
-        &[
-            "nota",
-            "appunti",
-            "taccuino",
-            "apunte",
-            "cuaderno",
-            "carnet",
-            "notiz",
-            "notizen",
-            "notizbuch",
-            "anotação",
-            "caderno",
-        ],
-    ),
-    (
-        &["task", "todo", "job", "assignment"],
-        &[
-            "compito",
-            "attività",
-            "tarea",
-            "tareas",
-            "tâche",
-            "tâches",
-            "aufgabe",
-            "aufgaben",
-            "tarefa",
-        ],
-    ),
-    (
-        &["comment", "review", "feedback"],
-        &[
-            "commento",
-            "commenti",
-            "comentario",
-            "comentarios",
-            "commentaire",
-            "kommentar",
-            "comentário",
-        ],
-    ),
-    (
-        &["image", "picture", "photo", "png", "jpg"],
-        &["immagine", "imagen", "imagem", "bilder"],
-    ),
-    (&["video", "movie", "film"], &["filmato", "película", "vidéo", "filme"]),
-    (
-        &["location", "place", "address", "map", "geocode", "coordinates"],
-        &[
-            "luogo",
-            "posizione",
-            "indirizzo",
-            "mappa",
-            "lugar",
-            "ubicación",
-            "dirección",
-            "mapa",
-            "lieu",
-            "adresse",
-            "standort",
-            "karte",
-            "endereço",
-            "localização",
-        ],
-    ),
-    (
-        &["time", "date", "timezone", "clock"],
-        &["orario", "hora", "fecha", "heure", "uhrzeit", "datum", "zeit"],
-    ),
-    (
-        &["weather", "forecast", "temperature"],
-        &[
-            "meteo",
-            "previsioni",
-            "clima",
-            "tiempo",
-            "pronóstico",
-            "météo",
-            "wetter",
-            "vorhersage",
-            "previsão",
-        ],
-    ),
-    (
-        &["price", "cost", "quote", "rate"],
-        &[
-            "prezzo", "costo", "precio", "prix", "coût", "preis", "kosten", "preço", "custo",
-        ],
-    ),
-    (
-        &["stock", "equity", "ticker"],
-        &[
-            "azione", "azioni", "acción", "acciones", "aktie", "aktien", "ação", "ações",
-        ],
-    ),
-    (
-        &["payment", "invoice", "bill", "charge"],
-        &[
-            "pagamento",
-            "fattura",
-            "pago",
-            "factura",
-            "paiement",
-            "facture",
-            "zahlung",
-            "rechnung",
-            "fatura",
-        ],
-    ),
-    (
-        &["news", "headline"],
-        &[
-            "notizie",
-            "notizia",
-            "articolo",
-            "noticias",
-            "noticia",
-            "artículo",
-            "nouvelles",
-            "actualités",
-            "nachrichten",
-            "artikel",
-            "notícias",
-        ],
-    ),
-    (
-        &["workout", "exercise", "fitness"],
-        &[
-            "allenamento",
-            "esercizio",
-            "esercizi",
-            "entrenamiento",
-            "ejercicio",
-            "ejercicios",
-            "entraînement",
-            "exercice",
-            "übung",
-            "übungen",
-            "treino",
-            "exercício",
-        ],
-    ),
-    (
-        &["recipe", "meal", "food", "nutrition", "ingredient"],
-        &[
-            "ricetta",
-            "pasto",
-            "cibo",
-            "receta",
-            "comida",
-            "recette",
-            "repas",
-            "nourriture",
-            "rezept",
-            "mahlzeit",
-            "essen",
-            "receita",
-            "refeição",
-        ],
-    ),
-    (
-        &["notification", "alert", "alarm", "reminder"],
-        &[
-            "notifica",
-            "avviso",
-            "promemoria",
-            "notificación",
-            "alerta",
-            "recordatorio",
-            "alerte",
-            "rappel",
-            "benachrichtigung",
-            "warnung",
-            "erinnerung",
-            "notificação",
-            "lembrete",
-        ],
-    ),
-    (
-        &["table", "database", "spreadsheet", "sheet", "row", "record"],
-        &[
-            "tabella",
-            "foglio",
-            "tabla",
-            "hoja",
-            "tableau",
-            "feuille",
-            "tabelle",
-            "datenbank",
-            "planilha",
-        ],
-    ),
-    (
-        &["password", "secret", "credential"],
-        &[
-            "chiave",
-            "segreto",
-            "contraseña",
-            "clave",
-            "passwort",
-            "schlüssel",
-            "senha",
-        ],
-    ),
-    (&["weight"], &["peso", "poids", "gewicht"]),
-    (
-        &["song", "music", "track", "playlist", "audio"],
-        &[
-            "canzone", "musica", "canción", "música", "chanson", "musique", "lied", "musik",
-        ],
-    ),
-    (
-        &["flight", "airport", "airline"],
-        &["volo", "voli", "vuelo", "vuelos", "vols", "flug", "flüge", "voo"],
-    ),
-    (
-        &["hotel", "accommodation", "lodging"],
-        &["albergo", "alojamiento", "hébergement", "unterkunft", "hospedagem"],
-    ),
-    (&["web", "internet", "online"], &["rete", "toile", "netz"]),
-    (
-        &["paper", "publication", "research"],
-        &[
-            "articolo",
-            "ricerca",
-            "investigación",
-            "recherche",
-            "forschung",
-            "pesquisa",
-        ],
-    ),
-    // --- topics: what a request is about → the words tools use for it ---
-    (
-        &[
-            "travel",
-            "trip",
-            "journey",
-            "vacation",
-            "holiday",
-            "tour",
-            "destination",
-        ],
-        &[
-            "viaggio",
-            "vacanza",
-            "viaje",
-            "vacaciones",
-            "voyage",
-            "vacances",
-            "reise",
-            "urlaub",
-            "viagem",
-            "férias",
-        ],
-    ),
-    (
-        &["cook", "cooking", "dish", "cuisine", "dinner", "lunch", "breakfast"],
-        &[
-            "cucina",
-            "cucinare",
-            "cena",
-            "pranzo",
-            "cocina",
-            "cocinar",
-            "almuerzo",
-            "cuisiner",
-            "dîner",
-            "déjeuner",
-            "kochen",
-            "abendessen",
-            "mittagessen",
-            "cozinhar",
-            "jantar",
-            "almoço",
-        ],
-    ),
-    (
-        &[
-            "sport",
-            "sports",
-            "game",
-            "match",
-            "team",
-            "league",
-            "tournament",
-            "score",
-        ],
-        &[
-            "partita",
-            "squadra",
-            "campionato",
-            "partido",
-            "equipo",
-            "liga",
-            "torneo",
-            "équipe",
-            "spiel",
-            "mannschaft",
-            "turnier",
-            "jogo",
-            "time",
-        ],
-    ),
-    (
-        &["shop", "shopping", "buy", "purchase", "product", "store", "order"],
-        &[
-            "acquista",
-            "comprare",
-            "negozio",
-            "prodotto",
-            "ordine",
-            "comprar",
-            "tienda",
-            "producto",
-            "pedido",
-            "acheter",
-            "magasin",
-            "produit",
-            "commande",
-            "kaufen",
-            "laden",
-            "produkt",
-            "bestellung",
-            "loja",
-            "produto",
-        ],
-    ),
-    (
-        &["money", "currency", "exchange", "convert"],
-        &[
-            "valuta", "cambio", "moneda", "divisa", "devise", "monnaie", "währung", "geld", "moeda", "câmbio",
-        ],
-    ),
-    (
-        &["crypto", "cryptocurrency", "bitcoin", "coin", "token", "blockchain"],
-        &["criptovaluta", "criptomoneda", "kryptowährung", "criptomoeda"],
-    ),
-    (
-        &["city", "town", "country", "region", "place"],
-        &[
-            "città", "paese", "ciudad", "país", "ville", "pays", "stadt", "land", "cidade",
-        ],
-    ),
-    (
-        &["translate", "translation", "language"],
-        &[
-            "traduzione",
-            "lingua",
-            "traducción",
-            "idioma",
-            "traduction",
-            "langue",
-            "übersetzung",
-            "sprache",
-            "tradução",
-        ],
-    ),
-    (
-        &["health", "medical", "doctor", "medicine", "disease"],
-        &[
-            "salute",
-            "medico",
-            "salud",
-            "médico",
-            "santé",
-            "médecin",
-            "gesundheit",
-            "arzt",
-            "saúde",
-        ],
-    ),
-];
+/// The shipped table.
+const SHIPPED: &str = include_str!("aliases.txt");
 
-/// One-way links: an instance or a narrower word → the broader words tools are described
-/// with (`french` → `language`, `usd` → `currency`, `tomorrow` → `date`), never back.
-const ONE_WAY: &[(&[&str], &[&str])] = &[
-    (&["email", "mail", "e-mail", "inbox"], &["message"]),
-    (
-        &[
-            "english",
-            "french",
-            "german",
-            "spanish",
-            "italian",
-            "portuguese",
-            "chinese",
-            "japanese",
-            "korean",
-            "russian",
-            "arabic",
-            "hindi",
-            "dutch",
-            "turkish",
-            "polish",
-        ],
-        &["language", "translate"],
-    ),
-    (
-        &[
-            "usd", "eur", "gbp", "jpy", "cny", "chf", "cad", "aud", "inr", "dollar", "dollars", "euro", "euros",
-            "pound", "yen", "yuan", "rupee",
-        ],
-        &["currency", "exchange"],
-    ),
-    (
-        &[
-            "today",
-            "tomorrow",
-            "yesterday",
-            "tonight",
-            "weekend",
-            "monday",
-            "tuesday",
-            "wednesday",
-            "thursday",
-            "friday",
-            "saturday",
-            "sunday",
-            "january",
-            "february",
-            "march",
-            "april",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-        ],
-        &["date", "day"],
-    ),
-    (&["btc", "eth", "bitcoin", "ethereum"], &["crypto", "cryptocurrency"]),
-];
+/// One entry (line) of the table, borrowing its words from the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry<'a> {
+    /// `english | other`: one concept; every member expands to the English words.
+    Concept { english: Vec<&'a str>, other: Vec<&'a str> },
+    /// `narrower > broader`: the narrower words expand to the broader ones, never back.
+    OneWay {
+        narrower: Vec<&'a str>,
+        broader: Vec<&'a str>,
+    },
+}
+
+/// A malformed line: its number (from 1) and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    pub line: usize,
+    pub message: String,
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "aliases.txt line {}: {}", self.line, self.message)
+    }
+}
+
+/// Parses the table's text (format: the header of `aliases.txt`), entries in file order.
+pub fn parse(text: &str) -> Result<Vec<Entry<'_>>, ParseError> {
+    let mut entries = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let error = |message: String| ParseError { line: i + 1, message };
+        let entry = match (line.matches('|').count(), line.matches('>').count()) {
+            (1, 0) => {
+                let (english, other) = line.split_once('|').unwrap_or_default();
+                Entry::Concept {
+                    english: entry_words(english),
+                    other: entry_words(other),
+                }
+            }
+            (0, 1) => {
+                let (narrower, broader) = line.split_once('>').unwrap_or_default();
+                Entry::OneWay {
+                    narrower: entry_words(narrower),
+                    broader: entry_words(broader),
+                }
+            }
+            _ => return Err(error("expected one `|` (a concept) or one `>` (a one-way link)".into())),
+        };
+        let (left, right, right_may_be_empty) = match &entry {
+            Entry::Concept { english, other } => (english, other, true),
+            Entry::OneWay { narrower, broader } => (narrower, broader, false),
+        };
+        if left.is_empty() || (right.is_empty() && !right_may_be_empty) {
+            return Err(error("a side without words".into()));
+        }
+        let mut seen: Vec<&str> = Vec::new();
+        for &w in left.iter().chain(right) {
+            if !w.chars().all(char::is_alphanumeric) || w.chars().any(char::is_uppercase) {
+                return Err(error(format!("`{w}`: words are lower case, letters and digits only")));
+            }
+            if seen.contains(&w) {
+                return Err(error(format!("`{w}` twice")));
+            }
+            seen.push(w);
+        }
+        entries.push(entry);
+    }
+    Ok(entries)
+}
+
+fn entry_words(side: &str) -> Vec<&str> {
+    side.split_whitespace().collect()
+}
 
 /// Languages whose Snowball stems are tried for words the catalog does not know.
 const FOREIGN: [Algorithm; 5] = [
@@ -1251,37 +144,45 @@ pub fn table() -> &'static AliasTable {
 
 impl AliasTable {
     fn build() -> AliasTable {
+        let entries = parse(SHIPPED).unwrap_or_else(|e| panic!("{e} (the unit tests check the shipped file)"));
+        AliasTable::from_entries(&entries)
+    }
+
+    fn from_entries(entries: &[Entry<'_>]) -> AliasTable {
         let analyzer = Analyzer::default();
         let stemmers: Vec<Stemmer> = FOREIGN.iter().map(|a| Stemmer::create(*a)).collect();
         let mut english: FxHashMap<String, Vec<usize>> = FxHashMap::default();
         let mut foreign_exact: FxHashMap<String, Vec<usize>> = FxHashMap::default();
         let mut foreign_stem: Vec<FxHashMap<String, Vec<usize>>> =
             FOREIGN.iter().map(|_| FxHashMap::default()).collect();
-        let mut targets = Vec::with_capacity(ROWS.len());
-        for (row, (en, other)) in ROWS.iter().enumerate() {
-            let mut t: Vec<String> = en.iter().map(|w| analyzer.stem(w)).collect();
-            t.dedup();
-            for s in &t {
-                push_unique(english.entry(s.clone()).or_default(), row);
-            }
-            targets.push(t);
-            for w in other.iter() {
-                push_unique(foreign_exact.entry(w.to_string()).or_default(), row);
-                for (i, st) in stemmers.iter().enumerate() {
-                    let s = st.stem(w);
-                    if s.chars().count() >= 4 {
-                        push_unique(foreign_stem[i].entry(s.into_owned()).or_default(), row);
+        let mut targets = Vec::with_capacity(entries.len());
+        for (row, entry) in entries.iter().enumerate() {
+            match entry {
+                Entry::Concept { english: en, other } => {
+                    let mut t: Vec<String> = en.iter().map(|w| analyzer.stem(w)).collect();
+                    t.dedup();
+                    for s in &t {
+                        push_unique(english.entry(s.clone()).or_default(), row);
+                    }
+                    targets.push(t);
+                    for w in other {
+                        push_unique(foreign_exact.entry(w.to_string()).or_default(), row);
+                        for (i, st) in stemmers.iter().enumerate() {
+                            let s = st.stem(w);
+                            if s.chars().count() >= 4 {
+                                push_unique(foreign_stem[i].entry(s.into_owned()).or_default(), row);
+                            }
+                        }
                     }
                 }
-            }
-        }
-        for (keys, to) in ONE_WAY {
-            let row = targets.len();
-            let mut t: Vec<String> = to.iter().map(|w| analyzer.stem(w)).collect();
-            t.dedup();
-            targets.push(t);
-            for k in keys.iter() {
-                push_unique(english.entry(analyzer.stem(k)).or_default(), row);
+                Entry::OneWay { narrower, broader } => {
+                    let mut t: Vec<String> = broader.iter().map(|w| analyzer.stem(w)).collect();
+                    t.dedup();
+                    targets.push(t);
+                    for k in narrower {
+                        push_unique(english.entry(analyzer.stem(k)).or_default(), row);
+                    }
+                }
             }
         }
         AliasTable {
@@ -1333,5 +234,92 @@ impl AliasTable {
 fn push_unique(v: &mut Vec<usize>, x: usize) {
     if !v.contains(&x) {
         v.push(x);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyzer::words;
+
+    #[test]
+    fn shipped_file_parses_and_every_word_is_one_query_word() {
+        let entries = parse(SHIPPED).unwrap_or_else(|e| panic!("{e}"));
+        assert!(entries.len() >= 80, "{} entries", entries.len());
+        for entry in &entries {
+            let all: Vec<&str> = match entry {
+                Entry::Concept { english, other } => english.iter().chain(other).copied().collect(),
+                Entry::OneWay { narrower, broader } => narrower.iter().chain(broader).copied().collect(),
+            };
+            for w in all {
+                // a word the analyzer would split or change could never match a query word
+                assert_eq!(words(w), [w], "{entry:?}");
+            }
+        }
+        assert!(matches!(&entries[0], Entry::Concept { english, .. } if english[0] == "send"));
+    }
+
+    #[test]
+    fn parses_both_kinds_skipping_comments_and_blank_lines() {
+        let text = "# a comment\n\n  send dispatch | invia envoyer  \nrename |\ntomorrow today > date day\n";
+        assert_eq!(
+            parse(text),
+            Ok(vec![
+                Entry::Concept {
+                    english: vec!["send", "dispatch"],
+                    other: vec!["invia", "envoyer"]
+                },
+                Entry::Concept {
+                    english: vec!["rename"],
+                    other: vec![]
+                },
+                Entry::OneWay {
+                    narrower: vec!["tomorrow", "today"],
+                    broader: vec!["date", "day"]
+                },
+            ])
+        );
+        assert_eq!(parse(""), Ok(vec![]));
+    }
+
+    #[test]
+    fn malformed_lines_are_reported_with_their_number() {
+        let error_of = |bad: &str| {
+            parse(&format!("# header\nsend | invia\n{bad}\n"))
+                .map(|_| ())
+                .unwrap_err()
+        };
+        for bad in [
+            "send invia",
+            "send | invia | envoyer",
+            "send | invia > date",
+            "today > > date",
+            "| invia",
+            "today >",
+            "> date",
+            "Send | invia",
+            "e-mail > message",
+            "send | invia # trailing comment",
+            "send send | invia",
+            "send | invia send",
+        ] {
+            let e = error_of(bad);
+            assert_eq!(e.line, 3, "{bad}: {e}");
+        }
+        let e = parse("ok | fine\nURL > link").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "aliases.txt line 2: `URL`: words are lower case, letters and digits only"
+        );
+    }
+
+    #[test]
+    fn one_way_links_do_not_lead_back() {
+        let t = table();
+        let a = Analyzer::default();
+        let targets = |w: &str| -> Vec<String> { t.lookup(w, &a.stem(w), true).into_iter().map(|(s, _)| s).collect() };
+        assert!(targets("tomorrow").contains(&a.stem("date")));
+        assert!(!targets("date").contains(&a.stem("tomorrow")));
+        assert!(targets("usd").contains(&a.stem("currency")));
     }
 }

@@ -4,8 +4,8 @@
 //! Every distinct surface word is stemmed once (a word → term cache), which keeps a build of
 //! 11,739 real tools within budget.
 
-use super::fxhash::FxHashMap;
 use super::table::StrTable;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::analyzer::{is_stop_word, Analyzer, Tokenizer};
 use super::{
@@ -562,7 +562,7 @@ fn merge(parts: Vec<Part>) -> Part {
     out.pair_starts.reserve_exact(total(|p| p.pair_starts.len()));
     let mut term_ids: FxHashMap<String, u32> = FxHashMap::default();
     let mut source_ids: FxHashMap<String, u32> = FxHashMap::default();
-    let mut surface_seen: FxHashMap<String, ()> = FxHashMap::default();
+    let mut surface_seen: FxHashSet<String> = FxHashSet::default();
     for part in parts {
         let terms: Vec<u32> = part
             .term_texts
@@ -616,7 +616,7 @@ fn merge(parts: Vec<Part>) -> Part {
         out.pair_pids.extend(part.pair_pids.into_iter().map(|p| p + first_pid));
         out.pair_bits.extend(part.pair_bits);
         for (w, t) in part.surfaces {
-            if surface_seen.insert(w.clone(), ()).is_none() {
+            if surface_seen.insert(w.clone()) {
                 out.surfaces.push((w, terms[t as usize]));
             }
         }

@@ -2,7 +2,7 @@
 //! the `eval` command and the CI floor test, so both count the same way.
 //!
 //! For a query with gold groups G₁…Gₘ (any member of a group answers it) and a ranking r:
-//! R@k = groups with a member in r[:k] / m; MRR = 1 / rank of the first result in any group;
+//! R@k = groups with a member in `r[:k]` / m; MRR = 1 / rank of the first result in any group;
 //! nDCG@5 = binary gain, each group counted once at the rank of its first hit, over the ideal
 //! DCG of min(5, m) hits. Recall, MRR and nDCG average over answerable queries; *abstain* is the
 //! share of unanswerable queries (no gold) that got an empty ranking.

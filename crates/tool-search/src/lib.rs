@@ -1,106 +1,167 @@
-//! Lexical tool search (pure: no actix, no I/O): `Index::build(&[CatalogTool])`, then
-//! `search(query, limit)`, `search_many`, and `explain(query, doc)`.
+//! Lexical tool search (pure: no actix, no I/O): `Index::build(&[CatalogTool])` once per
+//! catalog, then `search(query, limit)`, `search_many` and `explain(query, doc)` against it.
+//!
+//! # Layout
+//!
+//! The proxy's `mcp_search`, the CLI's `search` and `eval` commands, the CI floor test and the
+//! benches all rank through this one path. The index is built once per catalog snapshot and is
+//! immutable; a search analyses its query, accumulates per-tool scores over the postings it
+//! reaches, and ranks. The modules, in the order data flows through them:
+//!
+//! * [`model`]: `CatalogTool` (an upstream tool and the source it is listed under) and
+//!   `assign_sources`. The catalog's own data, shared by the index, the manifest and the CLI,
+//!   so every caller ranks the same tools the same way.
+//! * [`catalog_file`]: reads a catalog file (flat, per-upstream, or the proxy's manifest) for the
+//!   CLI, tests and benches, assigning sources as the service does.
+//! * [`analyzer`]: text → words → terms (splitting, stop words, stemming), and a query's words
+//!   marked as literal values. One module for indexing and querying alike, so a query word and
+//!   a catalog word meet only when they normalise to the same term.
+//! * [`names`]: the compact form of a tool name, the one-edit test and one-character deletions.
+//!   Name matching, shared with proxy-core's routing so search and routing read names alike.
+//! * `aliases` (with `aliases.txt`): the built-in synonym and translation table, a data file
+//!   parsed once per process. Lexical matching cannot bridge `ticket` → `issue` on its own.
+//! * `build`: [`Index::build`]. One pass over the tools (on several threads for a large
+//!   catalog) collects term frequencies per field; then BM25F postings, per-source postings,
+//!   and the lookup tables for names, affixes, typos and word pairs.
+//! * `table`: `StrTable`, a sorted string → `u32`s multimap in one text arena. The lookup tables
+//!   are large and read-only: this stores them as their text plus 12 bytes a key and 4 a value.
+//! * `query`: a query, prepared: each content word becomes a group of weighted index terms,
+//!   plus its adjacent word pairs and the tools whose name it spells.
+//! * `score`: accumulates a prepared query over the postings, then the ranking rules (gate,
+//!   coverage, name bonus, source evidence, abstention, name slots, cut).
+//! * `explain`: [`Index::explain`] rebuilds one tool's score as a labelled tree
+//!   ([`Explanation`]), so "why is X above Y?" is answered by reading numbers.
+//! * [`eval`]: retrieval metrics (R@k, MRR, nDCG@5, abstention) shared by the `eval` command and
+//!   the CI floor test, so both count the same way.
+//! * `tests`: unit tests of the analyzer and the ranking rules on a small hand-made catalog.
+//!
+//! This file holds the index's data types ([`Index`], postings, terms, the pair table), the
+//! ranking constants (`PARAMS`, one set for every catalog and query kind) and the caps on work.
+//! `README.md` beside `src/` keeps the figures: where the search stands, how to measure a change,
+//! and the tuning history (what each rule measured when it was added, and what was tried and
+//! dropped).
 //!
 //! # Design
 //!
 //! Models query a tool catalog in many forms — keywords (`send gmail email`), paraphrases,
 //! one word (`mail`), half-remembered names (`create issue`, `browser_navgate`), other
 //! languages (`invia email`), whole pasted requests, and requests no tool serves. One scoring
-//! path serves them all; each rule below exists for one of those forms. Numbers in brackets are
-//! the measured effect when the rule was added (visible sets: mcptoolbench R@1/R@5, toollens
-//! R@5/MRR; see `tests/search_eval.rs` for the floors and `eval` for the metrics).
+//! path serves them all; each stage below exists for one of those forms.
 //!
-//! - **Analysis** ([`analyzer`]): words split at separators and camelCase, stop words out,
-//!   Snowball English stems. Request scaffolding (`interested`, `provide`, `currently`,
-//!   `following`) and prepositions that never name an operation (`through`, `within`) are on
-//!   the stop list, so a pasted request is ranked by what it asks for [toollens MRR +0.01;
-//!   `following` and the prepositions: mcptb R@1 +0.010]. A plural acronym is one word (`URLs`,
-//!   not `UR` + `Ls`), and a camelCase query word the catalog knows whole stays whole (`eBay`,
-//!   `GitHub`; `searchPapers` still splits) [toollens MRR +0.004].
-//! - **BM25F** (k1 1.5) over six fields with weights name 4 > title = description =
-//!   parameter names 2 > parameter descriptions 1.6 > source 1.5; each field is
-//!   length-normalised against its own average before saturation, so one long description
-//!   cannot drown a name. Parameter text counts this much because requests carry argument
-//!   values the schema describes (`zip code`, `latitude`) [toollens R@5 0.30 → 0.31; giving
-//!   parameter names less than descriptions cost toollens 0.01 R@5 and gained nothing].
-//!   Length normalisation b is 0.85, but 1 for descriptions (a verbose one mentions much in
-//!   passing) [toollens R@5 +0.003, mcptb R@1 +0.002] and 0 for parameter descriptions: they are
-//!   separate texts, one per parameter, so their length counts parameters, not verbosity
-//!   [toollens R@5 +0.006, MRR +0.010; mcptb R@5 +0.014; normalising by the mean length per
-//!   parameter instead lost 0.001–0.006 of that]. The values a parameter's `enum` lists are
-//!   indexed with its description: `news`, `france`, `markdown` are words a request carries
-//!   [mcptb R@1 0.661 → 0.718, R@5 +0.024; toollens unchanged].
-//!   idf is raised to the power 0.7: long requests are full of rare incidental words, and a
-//!   full-strength idf lets one of them outvote the request's real subject [mcptb R@5 +0.02].
-//! - **Query words, expanded** ([`query`]): each word is a group of terms it may match — itself;
-//!   synonyms and translations from a small built-in table ([`aliases`], weight 0.5, or 0.9
-//!   for a word the catalog lacks; `ticket` → `issue`, `invia` → `send`); name terms that
-//!   contain it as a prefix/suffix of at least half their length (`mail` → `gmail`, weight 0.5;
-//!   a *source* name so contained reads as that source: weight 1, the word itself 0.5 — unless
-//!   the word is at least as common as that source, `search` is not `casinosearch`)
-//!   [that guard: toollens R@5 +0.002, mcptb R@1 +0.003]; and for an unknown word, name words
-//!   one edit away (`navgate` → `navigate`, weight 0.8). A tool scores a group's best term
-//!   only, so synonyms never double-count.
-//! - **Literal values** in a request — paths, URLs, e-mail addresses, selectors, quoted
-//!   strings, numbers — weigh half: they are data for the call, not words about the tool
-//!   [mcptb R@1 0.61 → 0.65].
-//! - **Coverage**: the score is multiplied by coverage^0.6, the share of the query's weight
-//!   (best weight × idf per group) the tool matched, so a tool matching the whole request beats
-//!   one matching a rare word many times [essential: toollens MRR 0.42 → 0.47]. The power was
-//!   1.5; a multi-need request is covered by several tools, each matching part of it, and 0.6
-//!   lets the tool for a secondary need reach the top 5 [mcptb R@1 +0.016, R@5 +0.019;
-//!   toollens R@5 +0.004 … +0.009, MRR +0.006; power 0 lost mcptb R@5 0.05].
-//! - **Name bonus**: + 1.5 × (share of the tool's own name words the query reaches, through
-//!   any of a word's terms: `email` reaches `message`) × coverage — `create issue` is
-//!   `create_issue`, and `send gmail email` is `send_message` before `verify_send_as`.
-//! - **Adjacent pairs**: two query words adjacent in a field (`zip code`, `press key`) add
-//!   0.6 × the smaller idf [toollens MRR +0.005].
-//! - **Source evidence**: every source is also scored as one document (all its tools
-//!   together); 0.8 × that score joins the tool's, because a request's words are often spread
-//!   over a server's tools [toollens R@5 +0.01, MRR +0.01].
-//! - **Name slots**: a query equal to a tool name (any case) ranks it first; a query that
-//!   spells a name with any separators, without its `server-` prefix, or (when it looks like
-//!   an identifier) one edit off, puts those tools right after.
-//! - **Gate** (the rarest-token gate, made robust for long queries): for a short query
-//!   (≤ 4 content words) a tool must match its rarest known word or cover at least 20% of what
-//!   the best tool covers; long requests are not gated (coverage already sinks stray matches,
-//!   and the plain gate cost toollens 0.01–0.03 R@5). A short query's results under 5% of the
-//!   best score are dropped: never padded with junk. A long request's are not: its other needs
-//!   score far below its main one [toollens R@5 +0.001].
-//! - **Abstain**: no known word → nothing. A short request is taken as a capability the catalog
-//!   lacks → nothing, when its best tool covers little of it, unknown words included: under
-//!   60% if none of its words is in the tool's name, source or title (≤ 4 content words; at
-//!   five words only when synonyms carry more than half of what it matched — matching a
-//!   request only through synonyms is weak evidence that the tool does what it asks), under
-//!   35% even with such a word (≤ 4 words). Longer requests always get their best tools.
-//!   [Was: ≤ 5 words, no label word, under 60%. Own unanswerable requests on the deployment
-//!   catalog: short ones 63% → 87% abstain, the eight in `tests/search_eval.rs` 75% → 75%;
-//!   the answerable ones it silenced cost toollens R@5 0.008 and mcptb R@5 0.009 before,
-//!   0.007 and 0.000 now.]
-//! - **Ties** break by tool name, then position: rankings do not depend on catalog order.
+//! ## Analysis
 //!
-//! Tried and dropped (measured on toollens R@5/MRR and mcptb R@1/R@5 at the time):
-//! - per-source diversity (the n-th tool of a source × 0.8ⁿ … 0.4ⁿ): mcptb R@5 +0.01, toollens
-//!   R@5 −0.002 … −0.013; demoting only siblings with the very same score: toollens −0.002;
-//! - xQuAD over query words (after the first result, reward words the results above have not
-//!   matched, λ 0.1–0.5): toollens ±0.001, mcptb R@5 −0.002 … −0.019;
-//! - completeness re-ranking by uncovered query words (earlier: no gain);
-//! - clause-level scoring (a request split at punctuation and `and`/`also`/`then`, each clause
-//!   also scored as its own query, the best kept): toollens R@5 −0.000 … −0.005, MRR to −0.008;
-//! - pseudo-relevance feedback, RM3-style (top 1–5 tools' best idf-weighted terms added at
-//!   weight 0.1–0.3): toollens R@5 −0.001 … −0.003, MRR −0.001 … −0.013; mcptb R@1 −0.01 …
-//!   −0.024;
-//! - the Harman S-stemmer (plurals only) instead of Snowball: toollens R@5 −0.007, MRR −0.010;
-//! - query term frequency (BM25 k3 0.5–10): ±0.001; dropping 1–3-digit numbers: toollens R@5
-//!   −0.005 (requests repeat example values the schemas give);
-//! - a gazetteer (city and country names → `city`/`country`/`location`): mcptb R@1 +0.047
-//!   before enum values were indexed, ±0 after; toollens R@5 −0.004 either way;
-//! - dropping a synonym whose term another query word names itself: toollens R@5 −0.002,
-//!   MRR −0.005; treating a URL's site name as an intent word: no change;
-//! - more scaffolding stop words (`planning`, `creating`, `see`, …): ±0.001;
-//! - splitting glued name words (`getproducts`) by the catalog's vocabulary (earlier: no gain);
-//! - retuning k1, idf power, field weights and the pair, source, name and synonym weights:
-//!   every change within ±0.005 on toollens and moving mcptb the other way.
+//! Words are runs of letters and digits, split again at camelCase (`threadId` → `thread id`),
+//! because tool and parameter names glue words; a plural acronym stays one word (`URLs`). Han,
+//! kana and hangul characters are one word each (those scripts put no spaces between words).
+//! A short stop list drops words that say nothing about which tool is meant: filler (`the`,
+//! `please`; the clitic of `user's`), the scaffolding of a pasted request (`interested`,
+//! `provide`, `currently`, `following`) and prepositions that never name an operation
+//! (`through`, `within`), so a pasted request is ranked by what it asks for. Words that are
+//! parts of tool names (`get`, `list`, `new`, `all`, `by`) stay. The rest get Snowball English
+//! stems (words of up to three bytes, and words with digits, are kept as written).
+//!
+//! A query's words are marked when they only occur inside a literal value — a path, URL, e-mail
+//! address, selector, quoted string or number: data for the call, not words about the tool.
+//! A camelCase query word the catalog knows whole is glued back (`eBay`, `GitHub`), while one it
+//! does not know stays split (`searchPapers`).
+//!
+//! ## Fields and BM25F
+//!
+//! A tool is indexed under six fields: its own name (without a `server-` prefix), its source,
+//! its title, its description, its parameter names, and its parameter descriptions together
+//! with the values each parameter's `enum` lists (`news`, `france`, `markdown` are words a
+//! request carries). The field weights are name 4, title = description = parameter names 2,
+//! parameter descriptions 1.6, source 1.5: a name says most about what a tool is, and parameter
+//! text counts because requests carry the argument values a schema describes (`zip code`,
+//! `latitude`).
+//!
+//! Each field's frequency is length-normalised against that field's own average before the
+//! fields are weighted, summed and saturated once (k1 1.5), so one long description cannot
+//! drown a name. Normalisation b is 0.85, but 1 for descriptions (a verbose one mentions much in
+//! passing) and 0 for parameter descriptions (separate texts, one per parameter: their length
+//! counts parameters, not verbosity). The saturated frequency is stored in the posting; idf
+//! multiplies it at query time, raised to the power 0.7, because long requests are full of rare
+//! incidental words and a full-strength idf lets one of them outvote the request's real
+//! subject.
+//!
+//! Every source is also indexed as one document (all its tools together, with its own idf),
+//! and 0.8 × the source's score joins each of its tools' evidence: a request's words are often
+//! spread over a server's tools.
+//!
+//! ## Query groups and expansions
+//!
+//! Each distinct content word of a query (every word, when all are stop words: `all`, `me`)
+//! becomes a *group*: the index terms it may match, each with a weight. A tool scores a group's
+//! best term only, so synonyms never double-count. The terms are:
+//! - the word itself (weight 1);
+//! - synonyms and translations from the alias table: 0.5 for a word the catalog knows (`ticket`
+//!   also reaches `issue`), 0.9 when it stands in for a word the catalog lacks (`invia` →
+//!   `send`; 0.81 when only the foreign stem matched);
+//! - name, source and title terms that contain the word as a prefix or suffix of at least half
+//!   their length (`mail` → `gmail`): 0.5 × the length ratio. A *source* name so contained reads
+//!   as that source: weight 1, and the word itself drops to 0.5 — unless the word is at least as
+//!   common as the source's term (`search` is not the `casinosearch` server);
+//! - for a word the catalog does not know, name, source and title words one edit away
+//!   (`navgate` → `navigate`, 0.8).
+//!
+//! A literal word's group weighs half (an occurrence outside a literal restores it). A group's
+//! *importance* is its best weight × idf: what matching it is worth.
+//!
+//! ## Coverage and the score
+//!
+//! Coverage is the share of the query's importance a tool matched. The score is
+//!
+//! ```text
+//! (Σ best term per group + pairs + 0.8 × source score) × coverage^0.6
+//!     + 1.5 × name coverage × coverage
+//! ```
+//!
+//! The coverage factor makes a tool matching the whole request beat one matching a rare word
+//! many times. Its power is below 1 because a multi-need request is covered by several tools,
+//! each matching part of it, and the tool for a secondary need must still reach the top 5.
+//!
+//! ## Names
+//!
+//! Models often write a tool's name, or nearly. The *name bonus* adds 1.5 × the share of the
+//! tool's own name words the query reaches (through any of a word's terms: `email` reaches
+//! `message`) × coverage, so `create issue` is `create_issue`, and `send gmail email` is
+//! `send_message` before `verify_send_as`. *Name slots* go further: a query equal to a tool's
+//! name (any case) ranks it first; a query that spells a name with any separators, without its
+//! `server-` prefix ([`names::compact`] forms), or — when it looks like an identifier — one
+//! edit off, puts those tools right after, in name order, whatever the scores and even when
+//! the search otherwise abstains.
+//!
+//! ## Pairs
+//!
+//! Two query words adjacent once stop words are set aside (both known to the catalog, neither
+//! literal) that occur adjacent in one of a tool's fields (`zip code`, `press key`) add 0.6 ×
+//! the smaller of their idfs: phrase evidence without a positional index. (The factor for the
+//! field they occur in is capped at 1, which every field weight exceeds.)
+//!
+//! ## Gate and cut
+//!
+//! A short query (at most 4 content words) is gated: a tool must match its rarest known word or
+//! cover at least 20% of what the best-covering tool covers, and results under 5% of the best
+//! score are dropped, so a short query's list is never padded with junk. A long request is
+//! neither gated nor cut: coverage already ranks its stray matches low, and its other needs
+//! score far below its main one.
+//!
+//! ## Abstention
+//!
+//! A query none of whose words reaches an index term (itself or through an expansion) gets
+//! nothing. A short request is taken as asking for a capability the catalog lacks, and gets
+//! nothing, when its best tool covers little of it — counting unknown words at the weight of
+//! the rarest possible word:
+//! - under 60% when none of its words is in that tool's name, source or title (up to 4 content
+//!   words; at five, only when synonyms carry more than half of what it matched: matching a
+//!   request only through synonyms is weak evidence that the tool does what it asks);
+//! - under 35% even with such a word (up to 4 content words).
+//!
+//! Longer requests always get their best tools.
+//!
+//! ## Ties
+//!
+//! Equal scores break by tool name, then position: rankings do not depend on catalog order.
 //!
 //! # Bounded work
 //!
@@ -112,9 +173,9 @@
 //!   its words; the rest is ignored. `MAX_QUERY_CHARS` is exported for the HTTP layer to
 //!   reject longer queries outright; the cut here holds for every caller (`mcp_describe` and
 //!   `mcp_call` also search, for an unknown tool name's suggestions).
-//! - Typo matching builds every one-character deletion of a word: quadratic in its length
-//!   (a 60,000-character word cost 3.4 GiB). Words longer than [`MAX_TYPO_WORD_CHARS`] get
-//!   none, in a query and in the index alike (no deletion keys are built for them).
+//! - Typo matching builds every one-character deletion of a word: quadratic in its length.
+//!   Words longer than [`MAX_TYPO_WORD_CHARS`] get none, in a query and in the index alike (no
+//!   deletion keys are built for them).
 //! - Name affixes are quadratic in a term's length too: terms longer than
 //!   [`MAX_AFFIX_TERM_CHARS`] get no prefix/suffix keys, and a longer query word looks none up.
 //! - Only a tool's first [`MAX_LABEL_WORDS`] name, source and title words feed those two
@@ -124,17 +185,18 @@
 //!   a word's expansions, the name slots) can be as long as the catalog when an upstream
 //!   lists look-alike names: none is scanned once per element.
 //!
-//! Both word caps are 40 characters: the longest name, source or title word of the 24,942
-//! tools in the six benchmark catalogs has 27 (`azureterraformbestpractices`; next
-//! `findpincodebysubdistrict`, 24), so no real name loses typo or affix matching and the
-//! rankings are unchanged, while one word's deletions cost at most 40 × 40 bytes. The longest
-//! evaluation request has 996 characters and 162 words, well within the query caps. No real
-//! tool has more than 27 name, source and title words (counting generously: whole names with
-//! their server prefix, stop words included), well under the 64 kept.
+//! Both word caps are 40 characters, above the longest name, source or title word of the
+//! benchmark catalogs (27), so no real name loses typo or affix matching, while one word's
+//! deletions cost at most 40 × 40 bytes. The query caps are well above the longest evaluation
+//! request, and the label-word cap well above the most label words a real tool has.
 //!
-//! Measured (limit 10): seed-examples R@1 0.944 (the maximum: seed-07 needs two tools), MRR 1.0,
-//! gibberish abstains; mcptoolbench R@1 0.730, R@5 0.898, MRR 0.794; toollens R@5 0.354,
-//! MRR 0.522. Speed: see `benches/search.rs`.
+//! # Hashing
+//!
+//! The index's hash maps (terms, surface words, pairs, aliases) use the `rustc-hash` crate's Fx
+//! hasher instead of the standard SipHash, which cost a large share of a build (figures in
+//! `README.md`). Fx is not keyed: unlike SipHash, it gives no protection against keys crafted
+//! to collide, and the keys here come from catalogs. Nothing depends on a map's iteration
+//! order: a table that is iterated is sorted first (`StrTable`).
 
 mod aliases;
 pub mod analyzer;
@@ -142,7 +204,6 @@ mod build;
 pub mod catalog_file;
 pub mod eval;
 mod explain;
-mod fxhash;
 pub mod model;
 pub mod names;
 mod query;
@@ -151,7 +212,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-use fxhash::FxHashMap;
+use rustc_hash::FxHashMap;
 use table::StrTable;
 
 use crate::model::CatalogTool;
@@ -238,7 +299,7 @@ impl Field {
 }
 
 /// Ranking constants: one set for every catalog and query kind (no per-dataset switches).
-/// The module docs say why each exists and what it measured.
+/// The crate docs say why each exists; `README.md`'s tuning history, what each measured.
 #[derive(Debug, Clone)]
 struct Params {
     k1: f64,

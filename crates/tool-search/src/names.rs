@@ -4,14 +4,19 @@
 //! `browser_navigate`, `browser navigate`, `Browser-Navigate` and `browserNavigate` meet. The
 //! catalog keys each tool by its full compact name and by the compact name without the
 //! `server-` prefix (`create issue` finds `github-create_issue`).
+//!
+//! [`compact`] folds case by ASCII rules only: proxy-core resolves the names a model calls
+//! with this same normalisation, and Unicode case mapping would let a look-alike meet a real
+//! name (the Kelvin sign `K` lower-cases to an ASCII `k`; `İ` to `i` and a combining dot).
+//! Other characters are kept as they are.
 
 use super::MAX_TYPO_WORD_CHARS;
 
-/// Lower case, letters and digits only.
+/// Letters and digits only, ASCII letters lower-cased; other characters kept as they are.
 pub fn compact(s: &str) -> String {
     s.chars()
         .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_lowercase)
+        .map(|c| c.to_ascii_lowercase())
         .collect()
 }
 
@@ -81,6 +86,17 @@ mod tests {
         assert_eq!(compact("Browser-Navigate"), "browsernavigate");
         assert_eq!(compact("create issue"), "createissue");
         assert_eq!(compact("github-create_issue"), "githubcreateissue");
+    }
+
+    #[test]
+    fn compact_folds_ascii_case_only() {
+        // the Kelvin sign lower-cases to `k` by Unicode rules: a look-alike, kept apart
+        assert_eq!(compact("\u{212A}ubectl_logs"), "\u{212A}ubectllogs");
+        assert_ne!(compact("\u{212A}UBECTL_LOGS"), compact("kubectl_logs"));
+        assert_eq!(compact("\u{130}nbox"), "\u{130}nbox", "no combining dot appears");
+        // other characters as they are, separators and invisible characters still dropped
+        assert_eq!(compact("Größe-Ändern"), "größeÄndern");
+        assert_eq!(compact("send\u{200B}_Mail"), "sendmail");
     }
 
     #[test]

@@ -3,8 +3,8 @@
 
 use super::aliases::{self, AliasMatch};
 use super::analyzer::{self, is_stop_word, QueryWord};
-use super::fxhash::FxHashMap;
 use super::{clip_query, names, pair_key, Index, MAX_AFFIX_TERM_CHARS, MAX_QUERY_WORDS, MAX_TYPO_WORD_CHARS, PARAMS};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// One query word, analysed: the index terms it may match and how much each counts.
 #[derive(Debug, Clone)]
@@ -276,11 +276,11 @@ impl Index {
     /// [`MAX_TYPO_WORD_CHARS`] characters (its deletions cost the square of its length).
     fn typo_terms(&self, w: &str) -> Vec<u32> {
         let mut out: Vec<u32> = Vec::new();
-        let mut seen: FxHashMap<u32, ()> = FxHashMap::default();
+        let mut seen: FxHashSet<u32> = FxHashSet::default();
         let mut consider = |sid: u32| {
             let (surface, term) = &self.surfaces[sid as usize];
-            if !seen.contains_key(term) && names::within_one_edit(surface, w) {
-                seen.insert(*term, ());
+            if !seen.contains(term) && names::within_one_edit(surface, w) {
+                seen.insert(*term);
                 out.push(*term);
             }
         };

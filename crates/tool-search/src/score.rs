@@ -3,9 +3,9 @@
 
 use std::cell::RefCell;
 
-use super::fxhash::FxHashMap;
 use super::query::{ExpansionKind, Prepared};
 use super::{Field, Hit, Index, ALL_FIELDS, PARAMS};
+use rustc_hash::FxHashSet;
 
 /// Per-tool accumulators of one search.
 #[derive(Debug, Clone, Copy, Default)]
@@ -245,7 +245,7 @@ impl Index {
         // but for the exact one; a set, not a scan, tells the scored tools already slotted
         let mut slots: Vec<u32> = q.exact.into_iter().collect();
         slots.extend(q.name_matches.iter().filter(|&&d| Some(d) != q.exact));
-        let slotted: FxHashMap<u32, ()> = slots.iter().map(|&d| (d, ())).collect();
+        let slotted: FxHashSet<u32> = slots.iter().copied().collect();
         let mut hits: Vec<Hit> = Vec::with_capacity(limit.min(scored.len() + slots.len()));
         let top = top.max(0.0);
         for (i, d) in slots.iter().enumerate().take(limit) {
@@ -258,7 +258,7 @@ impl Index {
             if hits.len() >= limit {
                 break;
             }
-            if !slotted.contains_key(&d) {
+            if !slotted.contains(&d) {
                 hits.push(Hit {
                     doc: d as usize,
                     score: sc,

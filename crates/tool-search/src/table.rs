@@ -1,12 +1,12 @@
 //! Compact read-only lookup tables for the index.
 //!
 //! A hash map of `String → Vec<u32>` costs a `String` and a `Vec` (48 bytes of headers plus
-//! two allocations) per key; with 11,739 tools the name tables alone were ~5 MB. A
-//! [`StrTable`] stores every key once in one text arena, sorted, with all values in one array:
-//! lookups are a binary search (a few hundred nanoseconds on the largest catalog), and the
-//! memory is the text plus 12 bytes per key and 4 per value.
+//! two allocations) per key, and the index's name, affix and typo tables have a key per name
+//! form, affix and deletion. A [`StrTable`] stores every key once in one text arena, sorted,
+//! with all values in one array: lookups are a binary search (a few hundred nanoseconds on the
+//! largest catalog), and the memory is the text plus 12 bytes per key and 4 per value.
 
-use super::fxhash::FxHashMap;
+use rustc_hash::FxHashMap;
 
 /// A sorted multimap from strings to `u32`s (values keep their insertion order).
 #[derive(Debug, Default)]
