@@ -18,7 +18,7 @@
 //!
 //! The unit tests parse the shipped file, so a malformed line fails `cargo test`, not a search.
 
-use rustc_hash::FxHashMap;
+use crate::hashing::FxHashMap;
 use std::sync::OnceLock;
 
 use rust_stemmers::{Algorithm, Stemmer};

@@ -5,7 +5,7 @@
 //! 11,739 real tools within budget.
 
 use super::table::StrTable;
-use rustc_hash::{FxHashMap, FxHashSet};
+use crate::hashing::{FxHashMap, FxHashSet};
 
 use super::analyzer::{is_stop_word, Analyzer, Tokenizer};
 use super::{

@@ -192,11 +192,12 @@
 //!
 //! # Hashing
 //!
-//! The index's hash maps (terms, surface words, pairs, aliases) use the `rustc-hash` crate's Fx
-//! hasher instead of the standard SipHash, which cost a large share of a build (figures in
-//! `README.md`). Fx is not keyed: unlike SipHash, it gives no protection against keys crafted
-//! to collide, and the keys here come from catalogs. Nothing depends on a map's iteration
-//! order: a table that is iterated is sorted first (`StrTable`).
+//! The index's hash maps (terms, surface words, pairs, aliases) use rustc's Fx hasher, seeded
+//! once per process ([`hashing`]): much cheaper than std's SipHash on short keys, and the
+//! seed keeps an upstream from listing names crafted to collide. Nothing depends on a map's
+//! iteration order: a table that is iterated is sorted first (`StrTable`).
+
+#![forbid(unsafe_code)]
 
 mod aliases;
 pub mod analyzer;
@@ -204,6 +205,7 @@ mod build;
 pub mod catalog_file;
 pub mod eval;
 mod explain;
+pub mod hashing;
 pub mod model;
 pub mod names;
 mod query;
@@ -212,7 +214,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-use rustc_hash::FxHashMap;
+use crate::hashing::FxHashMap;
 use table::StrTable;
 
 use crate::model::CatalogTool;

@@ -4,7 +4,7 @@
 use super::aliases::{self, AliasMatch};
 use super::analyzer::{self, is_stop_word, QueryWord};
 use super::{clip_query, names, pair_key, Index, MAX_AFFIX_TERM_CHARS, MAX_QUERY_WORDS, MAX_TYPO_WORD_CHARS, PARAMS};
-use rustc_hash::{FxHashMap, FxHashSet};
+use crate::hashing::{FxHashMap, FxHashSet};
 
 /// One query word, analysed: the index terms it may match and how much each counts.
 #[derive(Debug, Clone)]

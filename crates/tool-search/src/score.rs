@@ -5,7 +5,7 @@ use std::cell::RefCell;
 
 use super::query::{ExpansionKind, Prepared};
 use super::{Field, Hit, Index, ALL_FIELDS, PARAMS};
-use rustc_hash::FxHashSet;
+use crate::hashing::FxHashSet;
 
 /// Per-tool accumulators of one search.
 #[derive(Debug, Clone, Copy, Default)]

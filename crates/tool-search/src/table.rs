@@ -6,7 +6,7 @@
 //! with all values in one array: lookups are a binary search (a few hundred nanoseconds on the
 //! largest catalog), and the memory is the text plus 12 bytes per key and 4 per value.
 
-use rustc_hash::FxHashMap;
+use crate::hashing::FxHashMap;
 
 /// A sorted multimap from strings to `u32`s (values keep their insertion order).
 #[derive(Debug, Default)]

@@ -5,7 +5,8 @@
 //! ambiguous rule repairs nothing:
 //! 1. exact name;
 //! 2. same name ignoring ASCII case and separators (`Gmail_Send-Message` →
-//!    `gmail-send_message`);
+//!    `gmail-send_message`), compared in the search's compact form (`names::compact`: the one
+//!    normalisation of names, for ranking and for routing alike);
 //! 3. the name without its `server-` prefix (`send_message` → `gmail-send_message`).
 //!
 //! A name within one typo of a tool (`wipe_disk` for `wipe_disks`) is a different name: it is
@@ -19,7 +20,7 @@
 
 use super::snapshot::Snapshot;
 use tool_search::model::name_prefix;
-use tool_search::names::within_one_edit;
+use tool_search::names::{compact, within_one_edit};
 
 /// How a name was resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +34,7 @@ pub fn resolve(snap: &Snapshot, name: &str) -> Resolution {
     if let Some(&i) = snap.by_name.get(name) {
         return Resolution::Exact(i);
     }
-    let wanted = normalize(name);
+    let wanted = compact(name);
     if wanted.is_empty() || snap.withheld_keys.contains(&wanted) {
         return Resolution::Unknown;
     }
@@ -67,7 +68,7 @@ pub fn resolve(snap: &Snapshot, name: &str) -> Resolution {
 /// away from `name`, against the full name or the name without prefix; names of at least 5
 /// characters only. For "did you mean" lists; at most `limit`, in catalog order.
 pub fn suggest(snap: &Snapshot, name: &str, limit: usize) -> Vec<usize> {
-    let wanted = normalize(name);
+    let wanted = compact(name);
     if wanted.chars().count() < 5 || wanted.len() > MAX_SUGGEST_CHARS {
         return Vec::new();
     }
@@ -87,33 +88,14 @@ pub fn suggest(snap: &Snapshot, name: &str, limit: usize) -> Vec<usize> {
 /// Longer names get no typo suggestions (no real tool name is this long).
 const MAX_SUGGEST_CHARS: usize = 256;
 
-/// The normalized full name and the normalized name without its `server-` prefix (empty when
-/// the name has none).
+/// The compact full name and the compact name without its `server-` prefix (empty when the
+/// name has none).
 pub fn keys(name: &str) -> (String, String) {
-    let full = normalize(name);
+    let full = compact(name);
     let bare = name_prefix(name)
-        .map(|p| normalize(&name[p.len() + 1..]))
+        .map(|p| compact(&name[p.len() + 1..]))
         .unwrap_or_default();
     (full, bare)
-}
-
-/// ASCII lower case, with every run of separators (`-`, `_`, `.`, `/`, `:`, space) made one
-/// `_`. Other characters are kept as they are.
-pub fn normalize(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut sep = false;
-    for c in name.trim().chars() {
-        if matches!(c, '-' | '_' | '.' | '/' | ':' | ' ') {
-            sep = !out.is_empty();
-        } else {
-            if sep {
-                out.push('_');
-                sep = false;
-            }
-            out.push(c.to_ascii_lowercase());
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -246,8 +228,12 @@ mod tests {
     }
 
     #[test]
-    fn normalize_folds_case_and_separators() {
-        assert_eq!(normalize("  A--b__c "), "a_b_c");
+    fn keys_fold_ascii_case_and_drop_separators() {
+        assert_eq!(
+            keys("Gmail-Send_Message"),
+            ("gmailsendmessage".into(), "sendmessage".into())
+        );
+        assert_eq!(keys("plain"), ("plain".into(), String::new()));
     }
 
     #[test]
