@@ -5,7 +5,8 @@
 //! R@k = groups with a member in `r[:k]` / m; MRR = 1 / rank of the first result in any group;
 //! nDCG@5 = binary gain, each group counted once at the rank of its first hit, over the ideal
 //! DCG of min(5, m) hits. Recall, MRR and nDCG average over answerable queries; *abstain* is the
-//! share of unanswerable queries (no gold) that got an empty ranking.
+//! share of unanswerable queries (no gold) that got an empty ranking; *zero-result* is the share
+//! of answerable queries that got an empty ranking (the search abstained where it should not).
 
 use std::collections::BTreeMap;
 
@@ -70,6 +71,8 @@ pub struct QueryScore {
     pub ndcg5: f64,
     /// Unanswerable queries only: the ranking was empty.
     pub abstained: bool,
+    /// The ranking was empty (for an answerable query: a zero-result miss).
+    pub empty: bool,
 }
 
 /// Scores one ranking (tool names, best first) against gold groups.
@@ -83,6 +86,7 @@ pub fn score_query(groups: &[Vec<String>], ranked: &[String]) -> QueryScore {
             rr: 0.0,
             ndcg5: 0.0,
             abstained: ranked.is_empty(),
+            empty: ranked.is_empty(),
         };
     }
     // rank (0-based) of each group's first hit
@@ -108,6 +112,7 @@ pub fn score_query(groups: &[Vec<String>], ranked: &[String]) -> QueryScore {
         rr,
         ndcg5: (dcg / ideal).min(1.0),
         abstained: false,
+        empty: ranked.is_empty(),
     }
 }
 
@@ -124,11 +129,14 @@ pub struct Summary {
     pub ndcg5: f64,
     /// Share of unanswerable queries that got no result; `None` when there were none.
     pub abstain: Option<f64>,
+    /// Share of answerable queries that got no result; `None` when there were none.
+    pub zero_result: Option<f64>,
 }
 
 pub fn summarize<'a>(scores: impl IntoIterator<Item = &'a QueryScore>) -> Summary {
     let mut s = Summary::default();
     let mut abstained = 0usize;
+    let mut zero = 0usize;
     for q in scores {
         s.queries += 1;
         if q.answerable {
@@ -138,6 +146,7 @@ pub fn summarize<'a>(scores: impl IntoIterator<Item = &'a QueryScore>) -> Summar
             s.r10 += q.r10;
             s.mrr += q.rr;
             s.ndcg5 += q.ndcg5;
+            zero += usize::from(q.empty);
         } else {
             s.unanswerable += 1;
             abstained += usize::from(q.abstained);
@@ -150,6 +159,7 @@ pub fn summarize<'a>(scores: impl IntoIterator<Item = &'a QueryScore>) -> Summar
         s.r10 /= n;
         s.mrr /= n;
         s.ndcg5 /= n;
+        s.zero_result = Some(zero as f64 / n);
     }
     if s.unanswerable > 0 {
         s.abstain = Some(abstained as f64 / s.unanswerable as f64);
@@ -215,6 +225,80 @@ mod tests {
         assert_eq!(sum.abstain, Some(0.5));
         assert_eq!(sum.answerable, 0);
         assert_eq!(sum.mrr, 0.0);
+        assert_eq!(sum.zero_result, None);
+    }
+
+    #[test]
+    fn zero_result_rate_counts_empty_rankings_of_answerable_queries_only() {
+        let g = vec![names(&["a"])];
+        let hit = score_query(&g, &names(&["a"]));
+        let miss = score_query(&g, &names(&["x"]));
+        let empty = score_query(&g, &[]);
+        assert!(empty.empty && !empty.abstained && !miss.empty);
+        // an empty ranking of an unanswerable query is an abstention, not a zero-result miss
+        let abstained = score_query(&[], &[]);
+        let sum = summarize(&[hit, miss, empty, abstained]);
+        assert_eq!((sum.queries, sum.answerable, sum.unanswerable), (4, 3, 1));
+        assert_eq!(sum.zero_result, Some(1.0 / 3.0));
+        assert_eq!(sum.abstain, Some(1.0));
+        assert_eq!(sum.r1, 1.0 / 3.0);
+        assert_eq!(summarize(&[hit]).zero_result, Some(0.0));
+        assert_eq!(summarize(&[]), Summary::default());
+    }
+
+    #[test]
+    fn abstain_rate_is_over_unanswerable_queries_only() {
+        let g = vec![names(&["a"])];
+        let answered_empty = score_query(&g, &[]);
+        let abstained = score_query(&[], &[]);
+        let answered_wrongly = score_query(&[], &names(&["x", "y"]));
+        let sum = summarize(&[answered_empty, abstained, answered_wrongly, answered_wrongly]);
+        assert_eq!(sum.abstain, Some(1.0 / 3.0));
+        assert_eq!(sum.zero_result, Some(1.0));
+        assert_eq!(summarize(&[answered_empty]).abstain, None);
+    }
+
+    #[test]
+    fn report_aggregates_per_kind_and_overall() {
+        let q = load_queries(
+            r#"[
+            {"id": "1", "query": "q", "gold": ["a"], "kind": "keyword"},
+            {"id": "2", "query": "q", "gold": ["b"], "kind": "keyword"},
+            {"id": "3", "query": "q", "gold": ["a"], "kind": "name"},
+            {"id": "4", "query": "q", "gold_groups": [], "kind": "unanswerable"},
+            {"id": "5", "query": "q", "gold": ["a"]}
+        ]"#,
+        )
+        .unwrap();
+        let rankings = [names(&["a"]), names(&["x", "b"]), vec![], names(&["x"]), names(&["a"])];
+        let scores: Vec<QueryScore> = q
+            .iter()
+            .zip(&rankings)
+            .map(|(q, r)| score_query(&q.groups(), r))
+            .collect();
+        let r = report(&q, &scores);
+        // a query without a kind counts overall only
+        assert_eq!(
+            r.by_kind.keys().collect::<Vec<_>>(),
+            ["keyword", "name", "unanswerable"]
+        );
+        assert_eq!(r.by_kind.values().map(|s| s.queries).sum::<usize>(), 4);
+        assert_eq!(r.overall.queries, 5);
+        assert_eq!(r.overall.answerable, 4);
+        assert_eq!(r.overall.r1, 2.0 / 4.0);
+        assert_eq!(r.overall.r5, 3.0 / 4.0);
+        assert_eq!(r.overall.mrr, (1.0 + 0.5 + 0.0 + 1.0) / 4.0);
+        assert_eq!(r.overall.zero_result, Some(0.25));
+        assert_eq!(r.overall.abstain, Some(0.0));
+        let kw = &r.by_kind["keyword"];
+        assert_eq!((kw.queries, kw.r1, kw.r5, kw.mrr), (2, 0.5, 1.0, 0.75));
+        assert_eq!((kw.zero_result, kw.abstain), (Some(0.0), None));
+        let name = &r.by_kind["name"];
+        assert_eq!((name.r5, name.zero_result), (0.0, Some(1.0)));
+        let none = &r.by_kind["unanswerable"];
+        assert_eq!((none.answerable, none.zero_result, none.abstain), (0, None, Some(0.0)));
+        // no kinds at all: no per-kind rows
+        assert!(report(&q[4..], &scores[4..]).by_kind.is_empty());
     }
 
     #[test]
