@@ -1,37 +1,54 @@
 //! `mcp-search-proxy eval`: retrieval metrics of the search over a query set, computed by
 //! `tool_search::eval` (the same functions the CI floor test uses) on rankings from
 //! the same `Index::search` that answers `mcp_search`.
+//!
+//! Two modes: one set (`--catalog FILE --queries FILE`), or every visible set at once
+//! (`--all-visible`: each folder of `--eval-dir` with a `queries.json`, answered from its own
+//! `catalog.json` or else from `--catalogs-dir`'s `deployment.json`), one table for all.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use tool_search::catalog_file::load_catalog_path;
 use tool_search::eval::{self, EvalQuery, QueryScore, Report, Summary};
 use tool_search::Index;
 
-/// Measure search quality: R@1, R@5, R@10, MRR, nDCG@5 and abstain rate.
+/// Measure search quality: R@1, R@5, R@10, MRR, nDCG@5, zero-result and abstain rates.
 #[derive(clap::Args, Debug)]
 pub struct EvalArgs {
     /// Catalog file the queries are answered from.
-    #[arg(long)]
-    pub catalog: PathBuf,
+    #[arg(long, required_unless_present = "all_visible", conflicts_with = "all_visible")]
+    pub catalog: Option<PathBuf>,
     /// Query set: `[{"id", "query", "gold_groups" | "gold", "kind"?}]`.
+    #[arg(long, required_unless_present = "all_visible", conflicts_with = "all_visible")]
+    pub queries: Option<PathBuf>,
+    /// Score every set in --eval-dir and print one table (one row per set, and per kind).
     #[arg(long)]
-    pub queries: PathBuf,
+    pub all_visible: bool,
+    /// With --all-visible: the folder of evaluation sets (one folder per set, each with a
+    /// `queries.json` and optionally its own `catalog.json`).
+    #[arg(long, default_value = "../shared/bench/eval")]
+    pub eval_dir: PathBuf,
+    /// With --all-visible: where `deployment.json` is, the catalog of sets without their own.
+    #[arg(long, default_value = "../shared/bench/catalogs")]
+    pub catalogs_dir: PathBuf,
     /// Ranking depth (the service's default limit is 10).
     #[arg(long, default_value_t = 10)]
     pub limit: usize,
     /// Write one `{"id", "ranked": [names]}` line per query to this file.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "all_visible")]
     pub rankings: Option<PathBuf>,
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// How many of the worst misses to list.
+    /// How many of the worst misses to list (single-set mode).
     #[arg(long, default_value_t = 10)]
     pub misses: usize,
 }
+
+/// The catalog of sets that carry no `catalog.json` of their own.
+const SHARED_CATALOG: &str = "deployment.json";
 
 /// Rankings of a query set: tool names, best first. A query given as a list is answered per
 /// entry and the answers interleaved (first of each, then second of each, ...).
@@ -69,32 +86,28 @@ impl EvalArgs {
     }
 
     fn try_run(&self) -> Result<(), String> {
-        let tools = load_catalog_path(&self.catalog)?;
-        let text = std::fs::read_to_string(&self.queries).map_err(|e| format!("{}: {e}", self.queries.display()))?;
-        let queries = eval::load_queries(&text)?;
-        let index = Index::build(&tools);
-        let names: Vec<String> = tools.iter().map(|t| t.tool.name.clone()).collect();
-        let ranked = rank_all(&index, &names, &queries, self.limit);
-        let scores: Vec<QueryScore> = queries
-            .iter()
-            .zip(&ranked)
-            .map(|(q, r)| eval::score_query(&q.groups(), r))
-            .collect();
-        let report = eval::report(&queries, &scores);
+        if self.all_visible {
+            return self.run_all_visible();
+        }
+        let (Some(catalog), Some(queries)) = (&self.catalog, &self.queries) else {
+            return Err("--catalog and --queries are required (or --all-visible)".into());
+        };
+        let run = score_set(catalog, queries, self.limit)?;
+        let (queries, ranked, scores, report) = (&run.queries, &run.ranked, &run.scores, &run.report);
 
         if let Some(path) = &self.rankings {
             let mut out = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            for (q, r) in queries.iter().zip(&ranked) {
+            for (q, r) in queries.iter().zip(ranked) {
                 let line = serde_json::json!({"id": q.id, "ranked": r});
                 writeln!(out, "{line}").map_err(|e| format!("{}: {e}", path.display()))?;
             }
         }
-        let misses = worst_misses(&queries, &scores, &ranked, self.misses);
+        let misses = worst_misses(queries, scores, ranked, self.misses);
         if self.json {
             let v = serde_json::json!({"report": report, "worst_misses": misses});
             println!("{}", serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?);
         } else {
-            print_report(&report);
+            print_report(report);
             if !misses.is_empty() {
                 println!("\nworst misses:");
                 for m in &misses {
@@ -104,6 +117,169 @@ impl EvalArgs {
         }
         Ok(())
     }
+
+    fn run_all_visible(&self) -> Result<(), String> {
+        let sets = self.score_all_visible()?;
+        if self.json {
+            let v = serde_json::json!({
+                "limit": self.limit,
+                "sets": sets.iter().map(|s| serde_json::json!({
+                    "set": s.name,
+                    "catalog": s.catalog.display().to_string(),
+                    "queries": s.queries.display().to_string(),
+                    "report": s.report,
+                })).collect::<Vec<_>>(),
+            });
+            println!("{}", serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?);
+        } else {
+            print!("{}", all_visible_table(&sets));
+        }
+        Ok(())
+    }
+
+    /// Every set of `eval_dir`, in name order, scored at `limit`.
+    fn score_all_visible(&self) -> Result<Vec<SetReport>, String> {
+        let sets = visible_sets(&self.eval_dir, &self.catalogs_dir)?;
+        sets.into_iter()
+            .map(|(name, catalog, queries)| {
+                let run = score_set(&catalog, &queries, self.limit).map_err(|e| format!("{name}: {e}"))?;
+                Ok(SetReport {
+                    name,
+                    catalog,
+                    queries,
+                    report: run.report,
+                })
+            })
+            .collect()
+    }
+}
+
+/// One set's rankings and scores.
+struct SetRun {
+    queries: Vec<EvalQuery>,
+    ranked: Vec<Vec<String>>,
+    scores: Vec<QueryScore>,
+    report: Report,
+}
+
+/// Loads a catalog and a query set, ranks every query (`rank_all`) and scores it.
+fn score_set(catalog: &Path, queries_file: &Path, limit: usize) -> Result<SetRun, String> {
+    let tools = load_catalog_path(catalog)?;
+    let text = std::fs::read_to_string(queries_file).map_err(|e| format!("{}: {e}", queries_file.display()))?;
+    let queries = eval::load_queries(&text).map_err(|e| format!("{}: {e}", queries_file.display()))?;
+    let index = Index::build(&tools);
+    let names: Vec<String> = tools.iter().map(|t| t.tool.name.clone()).collect();
+    let ranked = rank_all(&index, &names, &queries, limit);
+    let scores: Vec<QueryScore> = queries
+        .iter()
+        .zip(&ranked)
+        .map(|(q, r)| eval::score_query(&q.groups(), r))
+        .collect();
+    let report = eval::report(&queries, &scores);
+    Ok(SetRun {
+        queries,
+        ranked,
+        scores,
+        report,
+    })
+}
+
+/// One visible set's report, and the files it came from.
+struct SetReport {
+    name: String,
+    catalog: PathBuf,
+    queries: PathBuf,
+    report: Report,
+}
+
+/// The sets of `eval_dir`: `(name, catalog, queries)` for each folder with a `queries.json`, in
+/// name order; a folder without `catalog.json` is answered from `catalogs_dir/deployment.json`.
+fn visible_sets(eval_dir: &Path, catalogs_dir: &Path) -> Result<Vec<(String, PathBuf, PathBuf)>, String> {
+    let entries = std::fs::read_dir(eval_dir).map_err(|e| {
+        format!(
+            "{}: {e} (the evaluation sets, one folder per set; pass --eval-dir)",
+            eval_dir.display()
+        )
+    })?;
+    let mut sets = Vec::new();
+    for entry in entries {
+        let dir = entry.map_err(|e| format!("{}: {e}", eval_dir.display()))?.path();
+        let queries = dir.join("queries.json");
+        if !queries.is_file() {
+            continue;
+        }
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let own = dir.join("catalog.json");
+        let catalog = if own.is_file() {
+            own
+        } else {
+            let shared = catalogs_dir.join(SHARED_CATALOG);
+            if !shared.is_file() {
+                return Err(format!(
+                    "{}: not found; set {name} has no catalog.json and uses it (pass --catalogs-dir)",
+                    shared.display()
+                ));
+            }
+            shared
+        };
+        sets.push((name, catalog, queries));
+    }
+    if sets.is_empty() {
+        return Err(format!(
+            "{}: no evaluation sets (folders with a queries.json)",
+            eval_dir.display()
+        ));
+    }
+    sets.sort();
+    Ok(sets)
+}
+
+fn rate(r: Option<f64>) -> String {
+    r.map_or("-".to_string(), |r| format!("{r:.3}"))
+}
+
+/// The `--all-visible` table: per set its overall row, then one row per `kind`.
+fn all_visible_table(sets: &[SetReport]) -> String {
+    let mut out = format!(
+        "{:<16} {:<14} {:>5} {:>6} {:>6} {:>6} {:>7} {:>6} {:>7}\n",
+        "set", "kind", "n", "R@1", "R@5", "MRR", "nDCG@5", "zero", "abstain"
+    );
+    for s in sets {
+        let rows =
+            std::iter::once(("all", &s.report.overall)).chain(s.report.by_kind.iter().map(|(k, v)| (k.as_str(), v)));
+        for (kind, v) in rows {
+            let set = if kind == "all" { s.name.as_str() } else { "" };
+            let (r1, r5, mrr, ndcg) = if v.answerable > 0 {
+                (
+                    format!("{:.3}", v.r1),
+                    format!("{:.3}", v.r5),
+                    format!("{:.3}", v.mrr),
+                    format!("{:.3}", v.ndcg5),
+                )
+            } else {
+                ("-".into(), "-".into(), "-".into(), "-".into())
+            };
+            out.push_str(&format!(
+                "{:<16} {:<14} {:>5} {:>6} {:>6} {:>6} {:>7} {:>6} {:>7}\n",
+                set,
+                kind,
+                v.queries,
+                r1,
+                r5,
+                mrr,
+                ndcg,
+                rate(v.zero_result),
+                rate(v.abstain)
+            ));
+        }
+    }
+    out.push_str(
+        "zero = share of answerable queries with no result; abstain = share of unanswerable queries with no result\n",
+    );
+    out
 }
 
 /// Answerable queries with the lowest reciprocal rank, then unanswerable ones that got results.
@@ -188,12 +364,12 @@ mod tests {
         std::fs::write(&catalog, CATALOG).unwrap();
         std::fs::write(&queries, QUERIES).unwrap();
         let args = EvalArgs {
-            catalog,
-            queries,
-            limit: 10,
+            catalog: Some(catalog),
+            queries: Some(queries),
             rankings: Some(rankings.clone()),
             json: true,
             misses: 5,
+            ..args(&[])
         };
         assert_eq!(args.run(), ExitCode::SUCCESS);
         let lines: Vec<serde_json::Value> = std::fs::read_to_string(&rankings)
@@ -214,13 +390,132 @@ mod tests {
     #[test]
     fn eval_reports_a_missing_file() {
         let args = EvalArgs {
-            catalog: PathBuf::from("/nonexistent/catalog.json"),
-            queries: PathBuf::from("/nonexistent/queries.json"),
-            limit: 10,
-            rankings: None,
-            json: false,
+            catalog: Some(PathBuf::from("/nonexistent/catalog.json")),
+            queries: Some(PathBuf::from("/nonexistent/queries.json")),
             misses: 0,
+            ..args(&[])
         };
         assert_eq!(args.run(), ExitCode::from(2));
+    }
+
+    /// Parses `eval ARGS` as the binary does.
+    fn parse(argv: &[&str]) -> Result<EvalArgs, clap::Error> {
+        use clap::{Args, FromArgMatches};
+        let cmd = EvalArgs::augment_args(clap::Command::new("eval"));
+        cmd.clone().debug_assert();
+        let m = cmd.try_get_matches_from(std::iter::once("eval").chain(argv.iter().copied()))?;
+        EvalArgs::from_arg_matches(&m)
+    }
+
+    /// `EvalArgs` from flags, with defaults for the rest.
+    fn args(argv: &[&str]) -> EvalArgs {
+        let mut all = vec!["--all-visible"];
+        all.extend_from_slice(argv);
+        let mut a = parse(&all).unwrap();
+        a.all_visible = false;
+        a
+    }
+
+    #[test]
+    fn all_visible_needs_no_files_and_defaults_to_the_shared_bench() {
+        let a = parse(&["--all-visible"]).unwrap();
+        assert!(a.all_visible && a.catalog.is_none() && a.queries.is_none());
+        assert_eq!(a.eval_dir, PathBuf::from("../shared/bench/eval"));
+        assert_eq!(a.catalogs_dir, PathBuf::from("../shared/bench/catalogs"));
+        assert_eq!(a.limit, 10);
+        // the single-set mode still needs both files, and does not mix with --all-visible
+        assert!(parse(&[]).is_err());
+        assert!(parse(&["--catalog", "c.json"]).is_err());
+        assert!(parse(&["--catalog", "c.json", "--queries", "q.json"]).is_ok());
+        assert!(parse(&["--all-visible", "--catalog", "c.json"]).is_err());
+        assert!(parse(&["--all-visible", "--rankings", "r.jsonl"]).is_err());
+    }
+
+    #[test]
+    fn all_visible_scores_every_set_with_its_catalog() {
+        let dir = tempfile::tempdir().unwrap();
+        let eval_dir = dir.path().join("eval");
+        let catalogs_dir = dir.path().join("catalogs");
+        std::fs::create_dir_all(eval_dir.join("own")).unwrap();
+        std::fs::create_dir_all(eval_dir.join("shared")).unwrap();
+        std::fs::create_dir_all(eval_dir.join("not-a-set")).unwrap();
+        std::fs::create_dir_all(&catalogs_dir).unwrap();
+        std::fs::write(eval_dir.join("own/catalog.json"), CATALOG).unwrap();
+        std::fs::write(eval_dir.join("own/queries.json"), QUERIES).unwrap();
+        std::fs::write(
+            catalogs_dir.join("deployment.json"),
+            r#"{"tools": [{"name": "weather-forecast", "description": "Weather forecast for a city"}]}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            eval_dir.join("shared/queries.json"),
+            r#"[{"id": 1, "query": "weather forecast", "gold": ["weather-forecast"]},
+                {"id": 2, "query": "send email", "gold": ["gmail-send_message"]}]"#,
+        )
+        .unwrap();
+        let a = EvalArgs {
+            all_visible: true,
+            eval_dir: eval_dir.clone(),
+            catalogs_dir: catalogs_dir.clone(),
+            ..args(&[])
+        };
+        let sets = a.score_all_visible().unwrap();
+        assert_eq!(
+            sets.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+            ["own", "shared"]
+        );
+        assert_eq!(sets[0].catalog, eval_dir.join("own/catalog.json"));
+        assert_eq!(sets[1].catalog, catalogs_dir.join("deployment.json"));
+        let own = &sets[0].report;
+        // the two-tool query finds one of its tools at rank 1
+        assert_eq!((own.overall.queries, own.overall.r1, own.overall.r5), (3, 0.75, 1.0));
+        assert_eq!(own.overall.abstain, Some(1.0));
+        assert_eq!(own.by_kind.keys().collect::<Vec<_>>(), ["keywords", "unanswerable"]);
+        // the shared catalog has no mail tool: that query gets nothing, a zero-result miss
+        let shared = &sets[1].report.overall;
+        assert_eq!((shared.r1, shared.zero_result, shared.abstain), (0.5, Some(0.5), None));
+        let table = all_visible_table(&sets);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[0].starts_with("set") && lines[0].contains("zero") && lines[0].contains("abstain"));
+        assert!(lines[1].starts_with("own ") && lines[1].contains(" all "));
+        assert!(lines[2].trim_start().starts_with("keywords"));
+        assert!(lines[3].trim_start().starts_with("unanswerable"));
+        assert!(lines[4].starts_with("shared ") && lines[4].contains("0.500"));
+        assert_eq!(a.run(), ExitCode::SUCCESS);
+        assert_eq!(EvalArgs { json: true, ..a }.run(), ExitCode::SUCCESS);
+    }
+
+    #[test]
+    fn all_visible_names_a_missing_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("no-such-eval");
+        let a = EvalArgs {
+            all_visible: true,
+            eval_dir: missing.clone(),
+            ..args(&[])
+        };
+        let err = a.score_all_visible().err().unwrap();
+        assert!(err.contains(&missing.display().to_string()), "{err}");
+        assert_eq!(a.run(), ExitCode::from(2));
+
+        // a set without its own catalog, and no shared one
+        std::fs::create_dir_all(dir.path().join("eval/s")).unwrap();
+        std::fs::write(dir.path().join("eval/s/queries.json"), "[]").unwrap();
+        let a = EvalArgs {
+            all_visible: true,
+            eval_dir: dir.path().join("eval"),
+            catalogs_dir: dir.path().join("no-catalogs"),
+            ..args(&[])
+        };
+        let err = a.score_all_visible().err().unwrap();
+        assert!(err.contains("no-catalogs") && err.contains("deployment.json"), "{err}");
+
+        // a folder with no sets in it
+        let a = EvalArgs {
+            all_visible: true,
+            eval_dir: dir.path().join("eval/s"),
+            ..args(&[])
+        };
+        assert!(a.score_all_visible().err().unwrap().contains("no evaluation sets"));
     }
 }
