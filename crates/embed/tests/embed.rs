@@ -100,3 +100,57 @@ fn missing_directory_is_a_clear_error() {
     let msg = err.to_string();
     assert!(msg.contains("/nonexistent/model/dir"), "{msg}");
 }
+
+/// The first dimensions of the embeddings computed by `reference/numpy_reference.py`: an
+/// independent numpy (f64) forward pass over the same safetensors file.
+const REFERENCE: [(&str, [f32; 8]); 3] = [
+    (
+        "put a meeting on my calendar",
+        [
+            -0.0163398, 0.0101574, -0.0461506, 0.0847541, -0.0829746, -0.0015895, 0.0097327, -0.0231119,
+        ],
+    ),
+    (
+        "create a calendar event",
+        [
+            -0.00780687,
+            0.0349025,
+            -0.0229483,
+            0.0454146,
+            -0.066966,
+            0.045132,
+            0.00326291,
+            0.0163727,
+        ],
+    ),
+    (
+        "delete a git branch",
+        [
+            0.0278416,
+            0.00723349,
+            -0.0177317,
+            -0.00344445,
+            -0.012573,
+            -0.0436306,
+            0.0515341,
+            -0.0428967,
+        ],
+    ),
+];
+/// The reference's cosines between the texts above: 0-1, 0-2, 1-2.
+const REFERENCE_COSINES: [f32; 3] = [0.685162, 0.074360, -0.010522];
+
+#[test]
+fn matches_the_numpy_reference() {
+    let Some(e) = embedder() else { return };
+    let texts: Vec<&str> = REFERENCE.iter().map(|(t, _)| *t).collect();
+    let v = e.embed(&texts).unwrap();
+    for ((text, want), got) in REFERENCE.iter().zip(&v) {
+        let d = max_abs_diff(&got[..8], want);
+        assert!(d < 1e-4, "{text:?}: {:?} vs reference {want:?} (diff {d})", &got[..8]);
+    }
+    let cos = [dot(&v[0], &v[1]), dot(&v[0], &v[2]), dot(&v[1], &v[2])];
+    for (got, want) in cos.iter().zip(REFERENCE_COSINES) {
+        assert!((got - want).abs() < 1e-4, "cosine {got} vs reference {want}");
+    }
+}
