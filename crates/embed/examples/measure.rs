@@ -42,7 +42,7 @@ fn main() {
         (rss_after - rss_before) / 1024
     );
 
-    if let Some(path) = queries_path {
+    if let Some(path) = queries_path.filter(|p| !p.is_empty()) {
         let q: serde_json::Value = serde_json::from_slice(&std::fs::read(path).expect("queries file")).expect("json");
         let queries: Vec<String> = q
             .as_array()
