@@ -1,0 +1,98 @@
+//! Measures the embedder: load time, RSS of the loaded model, per-query latency (one query per
+//! call) and the time to embed a tool catalog (name + description).
+//!
+//! `cargo run --release -p embed --example measure -- CATALOG.json [QUERIES.json] [MAX_TOOLS]`
+//!
+//! Threads: candle follows `RAYON_NUM_THREADS` (default: all cores).
+
+use std::time::Instant;
+
+use embed::{default_model_dir, Embedder};
+
+/// Resident set size of this process in KiB (Linux), 0 elsewhere.
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let catalog = args
+        .first()
+        .expect("usage: measure CATALOG.json [QUERIES.json] [MAX_TOOLS]");
+    let queries_path = args.get(1);
+    let max_tools: usize = args.get(2).map_or(usize::MAX, |n| n.parse().expect("MAX_TOOLS"));
+
+    let rss_before = rss_kib();
+    let t = Instant::now();
+    let e = Embedder::load(default_model_dir()).expect("model loads");
+    let load = t.elapsed();
+    let rss_after = rss_kib();
+    println!(
+        "load: {:.0} ms; RSS {} MiB before, {} MiB after load (+{} MiB)",
+        load.as_secs_f64() * 1e3,
+        rss_before / 1024,
+        rss_after / 1024,
+        (rss_after - rss_before) / 1024
+    );
+
+    if let Some(path) = queries_path.filter(|p| !p.is_empty()) {
+        let q: serde_json::Value = serde_json::from_slice(&std::fs::read(path).expect("queries file")).expect("json");
+        let queries: Vec<String> = q
+            .as_array()
+            .expect("array of queries")
+            .iter()
+            .filter_map(|q| q["query"].as_str().map(str::to_owned))
+            .collect();
+        e.embed(&[queries[0].as_str()]).expect("warm-up");
+        let mut times = Vec::new();
+        for q in &queries {
+            let t = Instant::now();
+            e.embed(&[q.as_str()]).expect("embed");
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        times.sort_by(f64::total_cmp);
+        let p = |f: f64| times[((times.len() - 1) as f64 * f) as usize];
+        let mean_len = queries.iter().map(|q| q.len()).sum::<usize>() / queries.len();
+        println!(
+            "queries: {} (mean {} chars), one per call: p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms",
+            queries.len(),
+            mean_len,
+            p(0.5),
+            p(0.95),
+            p(1.0)
+        );
+    }
+
+    let c: serde_json::Value = serde_json::from_slice(&std::fs::read(catalog).expect("catalog file")).expect("json");
+    let texts: Vec<String> = c["tools"]
+        .as_array()
+        .expect("{\"tools\": [...]}")
+        .iter()
+        .take(max_tools)
+        .map(|t| {
+            format!(
+                "{}: {}",
+                t["name"].as_str().unwrap_or(""),
+                t["description"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let t = Instant::now();
+    let v = e.embed(&refs).expect("embed tools");
+    let took = t.elapsed().as_secs_f64();
+    println!(
+        "tools: {} embedded in {:.1} s ({:.0} tools/s); RSS now {} MiB",
+        v.len(),
+        took,
+        v.len() as f64 / took,
+        rss_kib() / 1024
+    );
+}

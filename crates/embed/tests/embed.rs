@@ -1,0 +1,156 @@
+//! Tests on the real model; skipped (with a message) when it is not installed: run
+//! `scripts/fetch-model.sh`, or point `EMBED_MODEL` at a model directory.
+
+use std::sync::OnceLock;
+
+use embed::{default_model_dir, Embedder};
+
+/// The loaded model, shared by the tests of this file; `None` when it is not installed.
+fn embedder() -> Option<&'static Embedder> {
+    static EMBEDDER: OnceLock<Option<Embedder>> = OnceLock::new();
+    EMBEDDER
+        .get_or_init(|| {
+            let dir = default_model_dir();
+            if !dir.join("model.safetensors").is_file() {
+                eprintln!(
+                    "SKIPPED: no model at {} (run scripts/fetch-model.sh or set EMBED_MODEL)",
+                    dir.display()
+                );
+                return None;
+            }
+            Some(Embedder::load(&dir).expect("the installed model loads"))
+        })
+        .as_ref()
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+#[test]
+fn dimension_384_and_unit_norm() {
+    let Some(e) = embedder() else { return };
+    assert_eq!(e.dim(), 384);
+    let v = e
+        .embed(&["search the web", "", "a much longer text about tools and calendars"])
+        .unwrap();
+    assert_eq!(v.len(), 3);
+    for x in &v {
+        assert_eq!(x.len(), 384);
+        let norm = dot(x, x).sqrt();
+        assert!((norm - 1.0).abs() < 1e-5, "norm {norm}");
+    }
+}
+
+#[test]
+fn paraphrase_closer_than_unrelated() {
+    let Some(e) = embedder() else { return };
+    let v = e
+        .embed(&[
+            "put a meeting on my calendar",
+            "create a calendar event",
+            "delete a git branch",
+        ])
+        .unwrap();
+    let para = dot(&v[0], &v[1]);
+    let unrelated = dot(&v[0], &v[2]);
+    let unrelated2 = dot(&v[1], &v[2]);
+    assert!(para > unrelated + 0.2, "paraphrase {para} vs unrelated {unrelated}");
+    assert!(para > unrelated2 + 0.2, "paraphrase {para} vs unrelated {unrelated2}");
+}
+
+#[test]
+fn batch_equals_single_and_is_deterministic() {
+    let Some(e) = embedder() else { return };
+    let texts = [
+        "create a calendar event",
+        "list open pull requests in a repository",
+        "x",
+        "send an email to a contact with an attachment and a subject line",
+        "",
+    ];
+    let batch = e.embed(&texts).unwrap();
+    for (text, b) in texts.iter().zip(&batch) {
+        let single = e.embed(&[text]).unwrap();
+        let d = max_abs_diff(&single[0], b);
+        assert!(d < 1e-5, "{text:?}: batch and single differ by {d}");
+    }
+    assert_eq!(e.embed(&texts).unwrap(), batch, "same input, same output");
+    assert!(e.embed(&[]).unwrap().is_empty());
+}
+
+#[test]
+fn truncates_long_texts() {
+    let Some(e) = embedder() else { return };
+    assert_eq!(e.max_length(), 256);
+    let long = "calendar ".repeat(2000);
+    let longer = format!("{long} git branch");
+    let v = e.embed(&[&long, &longer]).unwrap();
+    // Both are cut at 256 tokens before the tail differs.
+    assert!(max_abs_diff(&v[0], &v[1]) < 1e-5);
+}
+
+#[test]
+fn missing_directory_is_a_clear_error() {
+    let err = Embedder::load("/nonexistent/model/dir").unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("/nonexistent/model/dir"), "{msg}");
+}
+
+/// The first dimensions of the embeddings computed by `reference/numpy_reference.py`: an
+/// independent numpy (f64) forward pass over the same safetensors file.
+const REFERENCE: [(&str, [f32; 8]); 3] = [
+    (
+        "put a meeting on my calendar",
+        [
+            -0.0163398, 0.0101574, -0.0461506, 0.0847541, -0.0829746, -0.0015895, 0.0097327, -0.0231119,
+        ],
+    ),
+    (
+        "create a calendar event",
+        [
+            -0.00780687,
+            0.0349025,
+            -0.0229483,
+            0.0454146,
+            -0.066966,
+            0.045132,
+            0.00326291,
+            0.0163727,
+        ],
+    ),
+    (
+        "delete a git branch",
+        [
+            0.0278416,
+            0.00723349,
+            -0.0177317,
+            -0.00344445,
+            -0.012573,
+            -0.0436306,
+            0.0515341,
+            -0.0428967,
+        ],
+    ),
+];
+/// The reference's cosines between the texts above: 0-1, 0-2, 1-2.
+const REFERENCE_COSINES: [f32; 3] = [0.685162, 0.074360, -0.010522];
+
+#[test]
+fn matches_the_numpy_reference() {
+    let Some(e) = embedder() else { return };
+    let texts: Vec<&str> = REFERENCE.iter().map(|(t, _)| *t).collect();
+    let v = e.embed(&texts).unwrap();
+    for ((text, want), got) in REFERENCE.iter().zip(&v) {
+        let d = max_abs_diff(&got[..8], want);
+        assert!(d < 1e-4, "{text:?}: {:?} vs reference {want:?} (diff {d})", &got[..8]);
+    }
+    let cos = [dot(&v[0], &v[1]), dot(&v[0], &v[2]), dot(&v[1], &v[2])];
+    for (got, want) in cos.iter().zip(REFERENCE_COSINES) {
+        assert!((got - want).abs() < 1e-4, "cosine {got} vs reference {want}");
+    }
+}
