@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: installs the real SDK test peers (skipped when already installed), checks
+# The test command: installs the real SDK test peers and the embedding model (each skipped when
+# already installed), checks
 # formatting (cargo fmt --check) and lints (cargo clippy --all-targets -D warnings), then runs
 # every test of the workspace (unit, integration incl. tests/real_peers.rs, doc tests) with
 # REQUIRE_PEERS=1, so a missing peer fails the run instead of skipping the SDK tests.
@@ -29,6 +30,9 @@ section "Test peers (scripts/install-test-peers.sh)"
 
 section "Conformance suite (scripts/install-conformance.sh)"
 "$ROOT/scripts/install-conformance.sh"
+
+section "Embedding model (scripts/fetch-model.sh)"
+"$ROOT/scripts/fetch-model.sh"
 
 section "cargo fmt --check"
 cargo fmt --all --check

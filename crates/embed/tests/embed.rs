@@ -1,5 +1,6 @@
 //! Tests on the real model; skipped (with a message) when it is not installed: run
-//! `scripts/fetch-model.sh`, or point `EMBED_MODEL` at a model directory.
+//! `scripts/fetch-model.sh`, or point `EMBED_MODEL` at a model directory. Under
+//! `REQUIRE_PEERS=1` (CI) a missing model fails instead.
 
 use std::sync::OnceLock;
 
@@ -12,6 +13,13 @@ fn embedder() -> Option<&'static Embedder> {
         .get_or_init(|| {
             let dir = default_model_dir();
             if !dir.join("model.safetensors").is_file() {
+                // CI (scripts/test.sh sets REQUIRE_PEERS=1) installs the model: a skip there
+                // would hide a broken install.
+                assert!(
+                    std::env::var("REQUIRE_PEERS").as_deref() != Ok("1"),
+                    "no model at {} but REQUIRE_PEERS=1: scripts/fetch-model.sh must install it",
+                    dir.display()
+                );
                 eprintln!(
                     "SKIPPED: no model at {} (run scripts/fetch-model.sh or set EMBED_MODEL)",
                     dir.display()
