@@ -34,6 +34,9 @@ section "Conformance suite (scripts/install-conformance.sh)"
 section "Embedding model (scripts/fetch-model.sh)"
 "$ROOT/scripts/fetch-model.sh"
 
+section "Kubernetes manifests (scripts/validate-k8s.sh)"
+"$ROOT/scripts/validate-k8s.sh"
+
 section "cargo fmt --check"
 cargo fmt --all --check
 
