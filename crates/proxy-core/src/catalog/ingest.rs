@@ -15,7 +15,8 @@
 //!   [`MAX_DESCRIPTION_CHARS`] characters drops the tool (the longest real description is
 //!   14,020 characters). Control and invisible formatting characters (C0/C1 controls other
 //!   than newline and tab, bidirectional overrides and isolates, zero-width characters) are
-//!   removed from titles, descriptions and the upstream's `instructions`.
+//!   removed from titles, descriptions and the upstream's `instructions` (whose length the
+//!   upstream actor caps when it reads them).
 //!
 //! A dropped tool is logged (WARN, with the reason and the upstream, never the offending text)
 //! and counted per reason in the refresh report. The size of a whole definition is bounded
@@ -33,8 +34,6 @@ pub const MAX_TOOL_NAME_CHARS: usize = 256;
 pub const MAX_TITLE_CHARS: usize = 1024;
 /// Longest tool description admitted, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 65_536;
-/// The upstream's `instructions` are cut to this many characters.
-pub const MAX_INSTRUCTIONS_CHARS: usize = 16_384;
 
 /// Tools of one listing that were not admitted, by reason.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -119,14 +118,10 @@ pub fn admit(upstream: &str, tools: Vec<Arc<Tool>>) -> (Vec<Arc<Tool>>, Dropped)
     (kept, dropped)
 }
 
-/// An upstream's `instructions`, cleaned and cut to [`MAX_INSTRUCTIONS_CHARS`].
+/// An upstream's `instructions`, cleaned (their length is capped where they are read, by the
+/// upstream actor's handshake).
 pub fn admit_instructions(text: &str) -> String {
-    let mut out = clean_text(text);
-    if let Some((cut, _)) = out.char_indices().nth(MAX_INSTRUCTIONS_CHARS) {
-        out.truncate(cut);
-        out.push('…');
-    }
-    out
+    clean_text(text)
 }
 
 fn longer_than(s: &str, max_chars: usize) -> bool {
@@ -203,9 +198,7 @@ mod tests {
     }
 
     #[test]
-    fn instructions_are_cleaned_and_cut() {
-        assert_eq!(admit_instructions("a\u{1b}b\u{202E}c"), "abc");
-        let long = admit_instructions(&"é".repeat(MAX_INSTRUCTIONS_CHARS + 10));
-        assert_eq!(long.chars().count(), MAX_INSTRUCTIONS_CHARS + 1);
+    fn instructions_are_cleaned() {
+        assert_eq!(admit_instructions("a\u{1b}b\u{202E}c\nd"), "abc\nd");
     }
 }

@@ -85,8 +85,8 @@ pub fn suggest(snap: &Snapshot, name: &str, limit: usize) -> Vec<usize> {
     out
 }
 
-/// Longer names get no typo suggestions (no real tool name is this long).
-const MAX_SUGGEST_CHARS: usize = 256;
+/// Longer names get no typo suggestions: no admitted tool name is longer.
+const MAX_SUGGEST_CHARS: usize = super::ingest::MAX_TOOL_NAME_CHARS;
 
 /// The compact full name and the compact name without its `server-` prefix (empty when the
 /// name has none).
