@@ -6,13 +6,17 @@
 //! (`--all-visible`: each folder of `--eval-dir` with a `queries.json`, answered from its own
 //! `catalog.json` or else from `--catalogs-dir`'s `deployment.json`), one table for all.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use tool_search::catalog_file::load_catalog_path;
 use tool_search::eval::{self, EvalQuery, QueryScore, Report, Summary};
-use tool_search::Index;
+use tool_search::semantic::Vectors;
+use tool_search::{Index, Semantic};
+
+use super::vectors::EvalEmbedder;
 
 /// Measure search quality: R@1, R@5, R@10, MRR, nDCG@5, zero-result and abstain rates.
 #[derive(clap::Args, Debug)]
@@ -45,6 +49,12 @@ pub struct EvalArgs {
     /// How many of the worst misses to list (single-set mode).
     #[arg(long, default_value_t = 10)]
     pub misses: usize,
+    /// Rank with the semantic arm too, using the model in this directory (as `EMBED_MODEL`).
+    #[arg(long)]
+    pub embed_model: Option<PathBuf>,
+    /// Where the tool and query vectors are kept between runs (with --embed-model).
+    #[arg(long, default_value = "target/vector-cache")]
+    pub vector_cache: PathBuf,
 }
 
 /// The catalog of sets that carry no `catalog.json` of their own.
@@ -53,10 +63,36 @@ const SHARED_CATALOG: &str = "deployment.json";
 /// Rankings of a query set: tool names, best first. A query given as a list is answered per
 /// entry and the answers interleaved (first of each, then second of each, ...).
 pub fn rank_all(index: &Index, names: &[String], queries: &[EvalQuery], limit: usize) -> Vec<Vec<String>> {
+    rank_all_with(index, names, queries, limit, None)
+}
+
+/// The tools' vectors and each query text's vector: the semantic arm's input to [`rank_all_with`].
+pub type SemanticInput<'a> = (&'a Vectors, &'a HashMap<String, Vec<f32>>);
+
+/// [`rank_all`], with the semantic arm when `semantic` is given.
+pub fn rank_all_with(
+    index: &Index,
+    names: &[String],
+    queries: &[EvalQuery],
+    limit: usize,
+    semantic: Option<SemanticInput<'_>>,
+) -> Vec<Vec<String>> {
     queries
         .iter()
         .map(|q| {
-            let answers = index.search_many(&q.texts(), limit);
+            let answers: Vec<Vec<tool_search::Hit>> = q
+                .texts()
+                .iter()
+                .map(|t| {
+                    let sem = semantic.and_then(|(vectors, qv)| {
+                        Some(Semantic {
+                            vectors,
+                            query: qv.get(t.as_str())?.as_slice(),
+                        })
+                    });
+                    index.search_hybrid(t, limit, sem)
+                })
+                .collect();
             let mut ranked: Vec<String> = Vec::new();
             for i in 0..limit {
                 for a in &answers {
@@ -92,7 +128,8 @@ impl EvalArgs {
         let (Some(catalog), Some(queries)) = (&self.catalog, &self.queries) else {
             return Err("--catalog and --queries are required (or --all-visible)".into());
         };
-        let run = score_set(catalog, queries, self.limit)?;
+        let mut embedder = self.embedder()?;
+        let run = score_set(catalog, queries, self.limit, embedder.as_mut())?;
         let (queries, ranked, scores, report) = (&run.queries, &run.ranked, &run.scores, &run.report);
 
         if let Some(path) = &self.rankings {
@@ -118,6 +155,13 @@ impl EvalArgs {
         Ok(())
     }
 
+    fn embedder(&self) -> Result<Option<EvalEmbedder>, String> {
+        self.embed_model
+            .as_deref()
+            .map(|m| EvalEmbedder::open(m, &self.vector_cache))
+            .transpose()
+    }
+
     fn run_all_visible(&self) -> Result<(), String> {
         let sets = self.score_all_visible()?;
         if self.json {
@@ -140,9 +184,11 @@ impl EvalArgs {
     /// Every set of `eval_dir`, in name order, scored at `limit`.
     fn score_all_visible(&self) -> Result<Vec<SetReport>, String> {
         let sets = visible_sets(&self.eval_dir, &self.catalogs_dir)?;
+        let mut embedder = self.embedder()?;
         sets.into_iter()
             .map(|(name, catalog, queries)| {
-                let run = score_set(&catalog, &queries, self.limit).map_err(|e| format!("{name}: {e}"))?;
+                let run =
+                    score_set(&catalog, &queries, self.limit, embedder.as_mut()).map_err(|e| format!("{name}: {e}"))?;
                 Ok(SetReport {
                     name,
                     catalog,
@@ -163,13 +209,27 @@ struct SetRun {
 }
 
 /// Loads a catalog and a query set, ranks every query (`rank_all`) and scores it.
-fn score_set(catalog: &Path, queries_file: &Path, limit: usize) -> Result<SetRun, String> {
+fn score_set(
+    catalog: &Path,
+    queries_file: &Path,
+    limit: usize,
+    embedder: Option<&mut EvalEmbedder>,
+) -> Result<SetRun, String> {
     let tools = load_catalog_path(catalog)?;
     let text = std::fs::read_to_string(queries_file).map_err(|e| format!("{}: {e}", queries_file.display()))?;
     let queries = eval::load_queries(&text).map_err(|e| format!("{}: {e}", queries_file.display()))?;
     let index = Index::build(&tools);
     let names: Vec<String> = tools.iter().map(|t| t.tool.name.clone()).collect();
-    let ranked = rank_all(&index, &names, &queries, limit);
+    let ranked = match embedder {
+        None => rank_all(&index, &names, &queries, limit),
+        Some(e) => {
+            let vectors = e.tool_vectors(&tools)?;
+            let texts: Vec<String> = queries.iter().flat_map(|q| q.texts()).collect();
+            let refs: Vec<&str> = texts.iter().map(|t| tool_search::clip_query(t)).collect();
+            let qv = e.query_vectors(&refs)?;
+            rank_all_with(&index, &names, &queries, limit, Some((&vectors, &qv)))
+        }
+    };
     let scores: Vec<QueryScore> = queries
         .iter()
         .zip(&ranked)

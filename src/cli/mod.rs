@@ -6,3 +6,4 @@ pub mod demo;
 pub mod eval;
 pub mod search;
 pub mod upstream;
+pub mod vectors;

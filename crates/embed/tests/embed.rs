@@ -162,3 +162,27 @@ fn matches_the_numpy_reference() {
         assert!((got - want).abs() < 1e-4, "cosine {got} vs reference {want}");
     }
 }
+
+#[test]
+fn a_shorter_cut_keeps_the_first_tokens_and_the_closing_separator() {
+    let Some(e) = embedder() else { return };
+    // one word-piece per word: [CLS] + 14 words + [SEP] = 16 tokens
+    let words: Vec<String> = (0..40)
+        .map(|i| ["red", "green", "blue", "cat", "dog"][i % 5].to_owned())
+        .collect();
+    let long = words.join(" ");
+    let head = words[..14].join(" ");
+    let cut = e.embed_at(&[&long], 16).unwrap();
+    let whole_head = e.embed(&[&head]).unwrap();
+    assert!(max_abs_diff(&cut[0], &whole_head[0]) < 1e-5);
+    assert_ne!(
+        e.fingerprint(16),
+        e.fingerprint(256),
+        "the cut is part of what the vectors are"
+    );
+    assert_eq!(
+        e.fingerprint(10_000),
+        e.fingerprint(e.max_length()),
+        "no cut beyond the model's length"
+    );
+}

@@ -205,11 +205,13 @@ mod build;
 pub mod catalog_file;
 pub mod eval;
 mod explain;
+mod fusion;
 pub mod hashing;
 pub mod model;
 pub mod names;
 mod query;
 mod score;
+pub mod semantic;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -219,6 +221,7 @@ use table::StrTable;
 
 use crate::model::CatalogTool;
 pub use explain::Explanation;
+pub use fusion::Semantic;
 
 use analyzer::Analyzer;
 
@@ -242,7 +245,7 @@ pub const MAX_AFFIX_TERM_CHARS: usize = 40;
 pub const MAX_LABEL_WORDS: usize = 64;
 
 /// The first [`MAX_QUERY_CHARS`] characters of `query` (cut at a character boundary).
-fn clip_query(query: &str) -> &str {
+pub fn clip_query(query: &str) -> &str {
     match query.char_indices().nth(MAX_QUERY_CHARS) {
         Some((end, _)) => &query[..end],
         None => query,

@@ -207,6 +207,11 @@ impl Index {
     }
 
     pub(super) fn rank(&self, q: &Prepared, accs: &[(u32, Acc)], limit: usize) -> Vec<Hit> {
+        self.rank_lexical(q, accs, limit).hits
+    }
+
+    /// The lexical ranking to `limit`, with what fusion needs to know about it.
+    pub(super) fn rank_lexical(&self, q: &Prepared, accs: &[(u32, Acc)], limit: usize) -> Lexical {
         let p = &PARAMS;
         let max_cov = accs.iter().map(|(_, a)| Index::coverage(q, a)).fold(0.0, f64::max);
         let mut scored: Vec<(f64, u32, usize)> = accs
@@ -230,9 +235,11 @@ impl Index {
             scored.truncate(keep);
         }
         scored.sort_by(by_score);
+        let mut abstained = false;
         if let Some(&(_, _, i)) = scored.first() {
             if Index::abstains(q, &accs[i].1) {
                 scored.clear();
+                abstained = true;
             }
         }
         let top = scored.first().map_or(0.0, |s| s.0);
@@ -266,8 +273,22 @@ impl Index {
             }
         }
         hits.truncate(limit);
-        hits
+        Lexical {
+            hits,
+            slots: slots.len(),
+            abstained,
+        }
     }
+}
+
+/// A lexical ranking and what fusion needs to know about it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Lexical {
+    pub hits: Vec<Hit>,
+    /// The first `slots` hits are name slots (the query spells their names).
+    pub slots: usize,
+    /// The best tool covered too little of a short request: nothing is returned.
+    pub abstained: bool,
 }
 
 /// A pair counts at the weight of the best field it occurs in, capped at 1 (a description).

@@ -1,0 +1,107 @@
+//! Vectors for the `eval` command's semantic arm, kept between runs in a cache folder (one
+//! store for tool texts, one for queries; see `embed::store`), so a change to the fusion is
+//! measured in seconds once every visible set was embedded once.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use embed::store::{text_key, VectorStore};
+use embed::Embedder;
+use tool_search::model::CatalogTool;
+use tool_search::semantic::{embedding_text, Vectors};
+
+/// Tokens of a tool's text the model reads (the service cuts at the same length).
+pub const TOOL_MAX_TOKENS: usize = 128;
+/// Tokens of a query the model reads.
+pub const QUERY_MAX_TOKENS: usize = 256;
+
+pub struct EvalEmbedder {
+    embedder: Embedder,
+    dir: PathBuf,
+    tools: VectorStore,
+    queries: VectorStore,
+}
+
+impl EvalEmbedder {
+    pub fn open(model: &Path, cache: &Path) -> Result<Self, String> {
+        let embedder = Embedder::load(model).map_err(|e| format!("{}: {e}", model.display()))?;
+        let dim = embedder.dim();
+        let (tools, _) = VectorStore::load(&cache.join("tools.bin"), &embedder.fingerprint(TOOL_MAX_TOKENS), dim);
+        let (queries, _) = VectorStore::load(&cache.join("queries.bin"), &embedder.fingerprint(QUERY_MAX_TOKENS), dim);
+        Ok(Self {
+            embedder,
+            dir: cache.to_owned(),
+            tools,
+            queries,
+        })
+    }
+
+    /// The tools' vectors, embedding (and caching) the ones not seen before.
+    pub fn tool_vectors(&mut self, tools: &[CatalogTool]) -> Result<Vectors, String> {
+        let texts: Vec<String> = tools.iter().map(embedding_text).collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        fill(
+            &self.embedder,
+            &mut self.tools,
+            &refs,
+            TOOL_MAX_TOKENS,
+            &self.dir.join("tools.bin"),
+            "tools",
+        )?;
+        let keys: Vec<_> = refs.iter().map(|t| text_key(t)).collect();
+        Ok(Vectors::build(tools.len(), self.tools.dim(), |i| {
+            self.tools.get(&keys[i])
+        }))
+    }
+
+    /// Each query text's vector, embedding (and caching) the ones not seen before.
+    pub fn query_vectors(&mut self, texts: &[&str]) -> Result<HashMap<String, Vec<f32>>, String> {
+        fill(
+            &self.embedder,
+            &mut self.queries,
+            texts,
+            QUERY_MAX_TOKENS,
+            &self.dir.join("queries.bin"),
+            "queries",
+        )?;
+        Ok(texts
+            .iter()
+            .filter_map(|t| Some((t.to_string(), self.queries.get(&text_key(t))?.to_vec())))
+            .collect())
+    }
+}
+
+/// Embeds what `store` lacks of `texts`, saving every 1,000 texts (an interrupted run keeps
+/// its progress) and at the end.
+fn fill(
+    embedder: &Embedder,
+    store: &mut VectorStore,
+    texts: &[&str],
+    max_tokens: usize,
+    path: &Path,
+    what: &str,
+) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    let missing: Vec<&str> = texts
+        .iter()
+        .copied()
+        .filter(|t| !store.contains(&text_key(t)))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut done = 0;
+    for part in missing.chunks(1000) {
+        store
+            .fill_missing(embedder, part, max_tokens, 64, |_, _| {})
+            .map_err(|e| e.to_string())?;
+        store.save(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        done += part.len();
+        eprintln!(
+            "embedded {done} of {} {what} in {:.0} s",
+            missing.len(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
