@@ -439,3 +439,71 @@ async fn a_client_trace_reaches_the_upstream_and_the_log_line() {
     assert!(mcp_wire::trace::TraceParent::parse(&sent).is_some());
     p.stop().await;
 }
+
+#[actix_web::test]
+async fn session_resets_and_failed_calls_are_counted_by_kind() {
+    // The embedded demo server as a stateful 2025-era upstream with fault injection.
+    let a = upstream(
+        vec![tool("alpha-counter", "Count calls in this session.", &[])],
+        true,
+        false,
+    )
+    .await;
+    let p = start_proxy(vec![upstream_config("agg", &a.url)], catalog_config(None)).await;
+    assert_eq!(count_of(&mcp_call(&p.url, "alpha-counter", json!({})).await), 1);
+    a.control.expire_sessions(); // 404 on the old session: one reset, the call retried
+    assert_eq!(count_of(&mcp_call(&p.url, "alpha-counter", json!({})).await), 1);
+    a.control.set_down(true); // HTTP 503
+    let r = mcp_call(&p.url, "alpha-counter", json!({})).await;
+    assert_eq!(r["isError"], true, "{r}");
+
+    let (_, _, text) = scrape(&p.base, None).await;
+    let s = |name: &str, labels: &str| sample(&text, name, labels);
+    assert_eq!(
+        s(
+            "mcp_proxy_upstream_errors_total",
+            r#"upstream="agg",kind="session_reset""#
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        s(
+            "mcp_proxy_upstream_errors_total",
+            r#"upstream="agg",kind="http_status""#
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        s(
+            "mcp_proxy_tool_calls_total",
+            r#"upstream="agg",tool="alpha-counter",outcome="ok""#
+        ),
+        Some(2.0)
+    );
+    assert_eq!(
+        s(
+            "mcp_proxy_tool_calls_total",
+            r#"upstream="agg",tool="alpha-counter",outcome="upstream_error""#
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        s(
+            "mcp_proxy_tool_call_duration_seconds_count",
+            r#"upstream="agg",tool="alpha-counter""#
+        ),
+        Some(3.0)
+    );
+    assert_eq!(s("mcp_proxy_tool_calls_in_flight", r#"upstream="agg""#), Some(0.0));
+    // No client identity beyond the shared anonymous one, and no search: no_search.
+    let text = scrape_until(&p.base, |t| {
+        sample(t, "mcp_proxy_retrieval_calls_total", r#"rank="no_search""#) == Some(3.0)
+    })
+    .await;
+    assert_eq!(
+        sample(&text, "mcp_proxy_retrieval_calls_total", r#"rank="no_search""#),
+        Some(3.0)
+    );
+    p.stop().await;
+}

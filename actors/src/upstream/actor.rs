@@ -203,17 +203,18 @@ impl Handler<CallTool> for UpstreamActor {
         Box::pin(async move {
             let started = Instant::now();
             let tool = msg.name.clone();
+            let trace_id = msg.trace.as_ref().and_then(|t| t.trace_id()).unwrap_or("").to_string();
             let out = conn.call_tool(msg).await;
             let ms = started.elapsed().as_millis() as u64;
             match &out {
                 Ok(_) => {
                     // Debug: every call already has its info line (`mcp request`); two lines per call
                     // cost ~10% of the proxy's throughput at the default level.
-                    log::debug!(upstream = conn.spec.label.as_str(), tool = tool.as_str(), latency_ms = ms; "upstream call")
+                    log::debug!(upstream = conn.spec.label.as_str(), tool = tool.as_str(), latency_ms = ms, trace_id = trace_id.as_str(); "upstream call")
                 }
                 Err(e) => {
                     conn.spec.metrics.upstream_error(&conn.spec.label, e);
-                    log::warn!(upstream = conn.spec.label.as_str(), tool = tool.as_str(), error = e.to_string().as_str(), latency_ms = ms; "upstream call failed")
+                    log::warn!(upstream = conn.spec.label.as_str(), tool = tool.as_str(), error = e.to_string().as_str(), latency_ms = ms, trace_id = trace_id.as_str(); "upstream call failed")
                 }
             }
             out

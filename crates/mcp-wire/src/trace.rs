@@ -123,6 +123,11 @@ pub struct TraceHeaders {
 }
 
 impl TraceHeaders {
+    /// The trace id (32 hex digits) of the `traceparent` sent.
+    pub fn trace_id(&self) -> Option<&str> {
+        self.traceparent.get(3..35)
+    }
+
     /// Puts the trace into a request's `_meta` (replacing what the client put there).
     pub fn stamp(&self, meta: &mut Map<String, Value>) {
         meta.insert(TRACEPARENT.into(), Value::from(self.traceparent.as_str()));
@@ -287,6 +292,7 @@ mod tests {
             "00-4bf92f3577b34da6a3ce929d0e0e4736-0707070707070707-01"
         );
         assert_eq!(t.upstream.tracestate.as_deref(), Some("k=v"));
+        assert_eq!(t.upstream.trace_id(), Some(t.trace_id.as_str()));
 
         let t = call_trace(Some(&json!({"traceparent": "junk"})), Some(other), Some("h=1"), random);
         assert_eq!(
