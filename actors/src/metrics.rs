@@ -603,8 +603,8 @@ fn bounded_sources<'a>(sources: impl Iterator<Item = (&'a str, usize)>) -> Vec<(
     out
 }
 
-/// A label-free textual check used by tests: the value of the series `name{labels}` in an
-/// OpenMetrics text, `labels` written as in the text (`a="1",b="2"`, or empty).
+/// The value of the series `name{labels}` in an OpenMetrics text, `labels` written as in the
+/// text (`a="1",b="2"`, or empty for none); for tests and checks of a scrape.
 pub fn sample(text: &str, name: &str, labels: &str) -> Option<f64> {
     let mut key = String::from(name);
     if !labels.is_empty() {
