@@ -37,6 +37,9 @@ section "Embedding model (scripts/fetch-model.sh)"
 section "Kubernetes manifests (scripts/validate-k8s.sh)"
 "$ROOT/scripts/validate-k8s.sh"
 
+section "Prometheus rules and scrape config (scripts/validate-prometheus.sh)"
+"$ROOT/scripts/validate-prometheus.sh"
+
 section "cargo fmt --check"
 cargo fmt --all --check
 

@@ -34,6 +34,7 @@ pub const BODY_TIMEOUT_SEC: &str = "BODY_TIMEOUT_SEC";
 pub const MAX_CONNECTIONS: &str = "MAX_CONNECTIONS";
 pub const SHUTDOWN_GRACE_SEC: &str = "SHUTDOWN_GRACE_SEC";
 pub const REFRESH_MIN_INTERVAL_SEC: &str = "REFRESH_MIN_INTERVAL_SEC";
+pub const METRICS_PUBLIC: &str = "METRICS_PUBLIC";
 
 pub const DEFAULT_PORT: u16 = 8092;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -120,6 +121,8 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// At most one client- or upstream-triggered catalog fan-out per this period (0 = off).
     pub refresh_min_interval: Duration,
+    /// `GET /metrics` without a client token even when `PROXY_TOKENS` is set.
+    pub metrics_public: bool,
 }
 
 /// A configuration error, naming the variable at fault.
@@ -166,6 +169,7 @@ impl Config {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             refresh_min_interval: proxy_actors::catalog::DEFAULT_MIN_REFRESH_INTERVAL,
+            metrics_public: false,
         }
     }
 
@@ -345,6 +349,7 @@ impl Config {
             Ok(list)
         };
         let read_only = parse_bool(READ_ONLY, get(READ_ONLY))?;
+        let metrics_public = parse_bool(METRICS_PUBLIC, get(METRICS_PUBLIC))?;
         let policy = proxy_core::policy::Policy {
             allow: patterns(TOOLS_ALLOW)?,
             deny: patterns(TOOLS_DENY)?,
@@ -374,6 +379,7 @@ impl Config {
             max_connections,
             shutdown_grace,
             refresh_min_interval,
+            metrics_public,
         })
     }
 }
@@ -807,6 +813,18 @@ mod tests {
         bad(MAX_CONNECTIONS, "many");
         bad(REFRESH_MIN_INTERVAL_SEC, "-1");
         bad(ALLOW_UNAUTHENTICATED, "perhaps");
+    }
+
+    #[test]
+    fn metrics_are_private_unless_said_otherwise() {
+        assert!(!cfg(&[(UPSTREAMS, "http://a/mcp")]).unwrap().metrics_public);
+        assert!(
+            cfg(&[(UPSTREAMS, "http://a/mcp"), (METRICS_PUBLIC, "true")])
+                .unwrap()
+                .metrics_public
+        );
+        let e = cfg(&[(UPSTREAMS, "http://a/mcp"), (METRICS_PUBLIC, "public")]).unwrap_err();
+        assert_eq!(e.var, METRICS_PUBLIC);
     }
 
     #[test]

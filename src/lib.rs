@@ -11,9 +11,14 @@
 //!                               │     machine, manifest ┄┄ publishes each snapshot ┄┄► handlers
 //!                               ├─► ClientSessions (http::sessions): ended legacy sessions
 //!                               │     (published the same way), calls in flight to cancel
+//!                               ├─► RetrievalTracker (http::retrieval): each client's last
+//!                               │     search, for retrieval telemetry (fire and forget)
 //!                               └─► UpstreamActor × N (proxy-actors): session, token,
 //!                                     timeouts, retries ──► upstream MCP servers
 //! ```
+//!
+//! `GET /metrics` (http::metrics) encodes the process's one `Metrics` (proxy-actors), which
+//! handlers and actors record into with atomics.
 //!
 //! Every piece of shared state has one owner, an actor, which alone changes it. Handlers
 //! change state only by sending messages; what they read on every request (the catalog

@@ -20,6 +20,8 @@ pub struct Proxy {
     /// The catalog's current snapshot, published by the actor.
     pub snapshots: tokio::sync::watch::Receiver<std::sync::Arc<proxy_core::catalog::Snapshot>>,
     pub upstreams: Vec<UpstreamHandle>,
+    /// The process's metrics, shared by the actors and the HTTP layer.
+    pub metrics: std::sync::Arc<proxy_actors::metrics::Metrics>,
     arbiters: Vec<Arbiter>,
 }
 
@@ -49,6 +51,7 @@ impl Proxy {
                 timeout: u.timeout,
                 max_response_bytes: max_result_bytes,
                 era_hint: manifest.as_ref().and_then(|m| m.era_of(&u.url)),
+                metrics: catalog_cfg.metrics.clone(),
             };
             let (addr, arbiter) = UpstreamActor::start_on_new_arbiter(spec);
             arbiters.push(arbiter);
@@ -58,6 +61,7 @@ impl Proxy {
                 addr,
             });
         }
+        let metrics = catalog_cfg.metrics.clone();
         let catalog = CatalogActor::with_manifest(catalog_cfg, handles.clone(), manifest);
         let snapshots = catalog.subscribe();
         let catalog = catalog.start();
@@ -65,6 +69,7 @@ impl Proxy {
             catalog,
             snapshots,
             upstreams: handles,
+            metrics,
             arbiters,
         }
     }
@@ -80,6 +85,7 @@ impl Proxy {
             self.snapshots.clone(),
             map,
             settings,
+            self.metrics.clone(),
         ))
     }
 
@@ -118,6 +124,7 @@ pub fn http_settings(cfg: &Config) -> HttpSettings {
         listing_max_chars: cfg.listing_max_chars,
         auth: http::auth::Authenticator::new(&cfg.client_tokens),
         body_timeout: cfg.body_timeout,
+        metrics_public: cfg.metrics_public,
     }
 }
 

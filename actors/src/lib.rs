@@ -23,6 +23,10 @@
 //!     snapshot (by upstream label), the change journal, the reports, the effective TTL and its
 //!     jitter; it writes the manifest.
 //!
+//! - [`metrics`]: the process's metrics (`Metrics`, shared as `Arc<Metrics>` by the HTTP layer
+//!   and the actors), their bounded labels, the one mapping from `UpstreamError` to an error
+//!   kind, and the OpenMetrics text of `GET /metrics`.
+//!
 //! What the actors hold is built by pure code in `proxy-core` (snapshot, manifest, admission),
 //! `tool-search` (the index) and `mcp-wire` (messages); the actors only sequence it. The HTTP
 //! layer (the binary) never shares a lock with them: it sends messages, and reads what they
@@ -31,4 +35,5 @@
 #![forbid(unsafe_code)]
 
 pub mod catalog;
+pub mod metrics;
 pub mod upstream;

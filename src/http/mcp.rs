@@ -35,11 +35,14 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use mcp_wire::jsonrpc::{self, Incoming, Request, RequestId, RpcError};
+use mcp_wire::trace::CallTrace;
 use mcp_wire::{modern, version};
+use proxy_actors::metrics;
 use proxy_actors::upstream::{cancel_pair, CancelHandle, CancelReason};
 
 use super::checks;
 use super::error::HttpError;
+use super::retrieval::ClientKey;
 use super::{sessions, stream, tools, AppState};
 
 /// Which protocol era a request is served in.
@@ -186,16 +189,25 @@ pub async fn post(
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get("progressToken"))
         .is_some();
+    // A tools/call continues the client's trace (or starts one); its id is in the log line.
+    let trace = (request.method == "tools/call").then(|| {
+        let meta = request.params.as_ref().and_then(|p| p.get("_meta"));
+        tools::call_trace(meta, header_str(&req, "traceparent"), header_str(&req, "tracestate"))
+    });
+    let client_key = ClientKey::of(session.as_deref(), client.as_deref());
     if request.method == "tools/call" && progress_token && accepts.sse {
-        return Ok(stream_call(state, request, era, client));
+        return Ok(stream_call(state, request, era, client, trace, client_key));
     }
     let started = std::time::Instant::now();
     // Dropping `cancel` (this handler ends, or is dropped because the client left) cancels
     // an upstream call still running; `until_cut` cancels it for the shutdown.
     let (cancel, token) = cancel_pair();
+    let trace_id = trace.as_ref().map(|t| t.trace_id.clone());
     let relay = tools::Relay {
         events: None,
         cancel: Some(token),
+        trace,
+        client: Some(client_key),
     };
     let call = until_cut(&state, &cancel, dispatch(&state, &request, era, relay));
     let outcome = match (&session, request.method.as_str()) {
@@ -203,7 +215,14 @@ pub async fn post(
         (Some(sid), "tools/call") => cancellable(&state, sid, &request.id, call).await,
         _ => call.await,
     };
-    log_request(&request, &outcome, started.elapsed(), client.as_deref());
+    log_request(
+        &state,
+        &request,
+        &outcome,
+        started.elapsed(),
+        client.as_deref(),
+        trace_id.as_deref(),
+    );
     let text = match outcome {
         Ok(answer) => result_text(&request.id, answer),
         Err(Failure::Rpc(e)) => jsonrpc::error_response(Some(&request.id), &e).to_string(),
@@ -378,18 +397,35 @@ fn modern_result(mut result: Value) -> Value {
 
 /// Answers a `tools/call` as an SSE stream (see [`stream::notifications_then`]). Dropping the
 /// stream (the client left) drops the call's cancel handle, which cancels it upstream.
-fn stream_call(state: web::Data<AppState>, request: Request, era: Era, client: Option<String>) -> HttpResponse {
+fn stream_call(
+    state: web::Data<AppState>,
+    request: Request,
+    era: Era,
+    client: Option<String>,
+    trace: Option<CallTrace>,
+    client_key: ClientKey,
+) -> HttpResponse {
     let (tx, rx) = mpsc::unbounded_channel::<Value>();
     log::debug!(id = request.id.to_string().as_str(); "tools/call answered as a stream");
     let call = Box::pin(async move {
         let started = std::time::Instant::now();
         let (cancel, token) = cancel_pair();
+        let trace_id = trace.as_ref().map(|t| t.trace_id.clone());
         let relay = tools::Relay {
             events: Some(tx),
             cancel: Some(token),
+            trace,
+            client: Some(client_key),
         };
         let outcome = until_cut(&state, &cancel, dispatch(&state, &request, era, relay)).await;
-        log_request(&request, &outcome, started.elapsed(), client.as_deref());
+        log_request(
+            &state,
+            &request,
+            &outcome,
+            started.elapsed(),
+            client.as_deref(),
+            trace_id.as_deref(),
+        );
         match outcome {
             Ok(Answer::Value(result)) => jsonrpc::result_response(&request.id, result),
             Ok(Answer::Text(text)) => {
@@ -413,9 +449,17 @@ fn refusal(id: Option<RequestId>, r: modern::Refusal) -> HttpError {
     HttpError::rpc(StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST), e).with_id(id)
 }
 
-/// One line per request: method, the proxy tool for `tools/call`, outcome, latency and the
-/// client's group (when tokens are configured). Arguments and tokens are never logged.
-fn log_request(req: &Request, outcome: &Result<Answer, Failure>, elapsed: std::time::Duration, client: Option<&str>) {
+/// One line per request: method, the proxy tool for `tools/call`, outcome, latency, the
+/// client's group (when tokens are configured) and, for `tools/call`, the trace id. Arguments
+/// and tokens are never logged. The request is also counted by method and outcome.
+fn log_request(
+    state: &AppState,
+    req: &Request,
+    outcome: &Result<Answer, Failure>,
+    elapsed: std::time::Duration,
+    client: Option<&str>,
+    trace_id: Option<&str>,
+) {
     let tool = if req.method == "tools/call" {
         req.params
             .as_ref()
@@ -430,10 +474,19 @@ fn log_request(req: &Request, outcome: &Result<Answer, Failure>, elapsed: std::t
         Ok(_) => "ok",
         Err(_) => "rpc_error",
     };
+    state.metrics.request(
+        &req.method,
+        match outcome {
+            Err(Failure::Rpc(e)) => metrics::error_code_label(e.code),
+            Err(Failure::Http(e)) => metrics::error_code_label(e.rpc_error().code),
+            Ok(_) => outcome_kind,
+        },
+    );
     let latency_us = elapsed.as_micros() as u64;
     let client = client.unwrap_or("");
     if req.method == "tools/call" {
-        log::info!(method = req.method.as_str(), tool = tool, outcome = outcome_kind, latency_us = latency_us, client = client; "mcp request");
+        let trace_id = trace_id.unwrap_or("");
+        log::info!(method = req.method.as_str(), tool = tool, outcome = outcome_kind, latency_us = latency_us, client = client, trace_id = trace_id; "mcp request");
     } else {
         log::debug!(method = req.method.as_str(), outcome = outcome_kind, latency_us = latency_us, client = client; "mcp request");
     }

@@ -1,4 +1,4 @@
-//! The HTTP face of the proxy: the MCP endpoint, health and readiness.
+//! The HTTP face of the proxy: the MCP endpoint, health and readiness, metrics.
 //!
 //! Handlers read the catalog's current snapshot from a `watch` channel the catalog actor
 //! publishes to (no message per request), check ended legacy sessions in the set the
@@ -11,6 +11,8 @@ pub mod checks;
 pub mod error;
 pub mod health;
 pub mod mcp;
+pub mod metrics;
+pub mod retrieval;
 pub mod sessions;
 pub mod stream;
 pub mod tools;
@@ -22,6 +24,7 @@ use actix::Addr;
 use actix_web::web;
 
 use proxy_actors::catalog::CatalogActor;
+use proxy_actors::metrics::Metrics;
 use proxy_actors::upstream::UpstreamActor;
 use proxy_core::catalog::Snapshot;
 
@@ -37,6 +40,8 @@ pub struct HttpSettings {
     pub auth: auth::Authenticator,
     /// Longest a client may take to send a request body.
     pub body_timeout: std::time::Duration,
+    /// `GET /metrics` without a client token (`METRICS_PUBLIC`).
+    pub metrics_public: bool,
 }
 
 impl Default for HttpSettings {
@@ -47,6 +52,7 @@ impl Default for HttpSettings {
             listing_max_chars: crate::config::DEFAULT_LISTING_MAX_CHARS,
             auth: auth::Authenticator::default(),
             body_timeout: crate::config::DEFAULT_BODY_TIMEOUT,
+            metrics_public: false,
         }
     }
 }
@@ -76,6 +82,10 @@ pub struct AppState {
     pub ended_sessions: sessions::Ended,
     /// Set to [`Lifecycle::Cut`] at the end of the shutdown grace period.
     pub lifecycle: tokio::sync::watch::Sender<Lifecycle>,
+    /// The process's metrics (shared with the actors).
+    pub metrics: Arc<Metrics>,
+    /// Remembers each client's last search for retrieval telemetry.
+    pub retrieval: Addr<retrieval::RetrievalTracker>,
 }
 
 impl AppState {
@@ -84,6 +94,7 @@ impl AppState {
         snapshots: tokio::sync::watch::Receiver<Arc<Snapshot>>,
         upstreams: HashMap<String, Addr<UpstreamActor>>,
         settings: HttpSettings,
+        metrics: Arc<Metrics>,
     ) -> AppState {
         let client_sessions = sessions::ClientSessions::default();
         let ended_sessions = client_sessions.ended();
@@ -96,6 +107,8 @@ impl AppState {
             sessions: actix::Actor::start(client_sessions),
             ended_sessions,
             lifecycle: tokio::sync::watch::channel(Lifecycle::Serving).0,
+            retrieval: actix::Actor::start(retrieval::RetrievalTracker::new(metrics.clone())),
+            metrics,
         }
     }
 
@@ -117,6 +130,7 @@ pub fn configure(state: web::Data<AppState>) -> impl Fn(&mut web::ServiceConfig)
         cfg.app_data(state.clone())
             .route("/healthz", web::get().to(health::healthz))
             .route("/readyz", web::get().to(health::readyz))
+            .route("/metrics", web::get().to(metrics::scrape))
             .service(
                 web::resource("/mcp")
                     .route(web::post().to(mcp::post))

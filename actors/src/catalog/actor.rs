@@ -15,6 +15,7 @@ use proxy_core::policy::Policy;
 use super::refresh::{
     apply_fanout, effective_ttl, jitter, now_ms, upstream_reports, RefreshFailure, RefreshReason, RefreshReport,
 };
+use crate::metrics::{Metrics, RefreshOutcome};
 use crate::upstream::{FollowListChanges, ListTools, Listing, ToolsChanged, UpstreamActor, UpstreamError};
 
 /// Catalog behaviour settings.
@@ -32,6 +33,8 @@ pub struct CatalogConfig {
     /// the last fan-out started is answered with the current catalog (`ran: false`, a note),
     /// and list changes wait for the period to end. Zero disables the limit.
     pub min_refresh_interval: Duration,
+    /// Where refresh outcomes and durations are counted (the process's one [`Metrics`]).
+    pub metrics: Arc<Metrics>,
 }
 
 impl Default for CatalogConfig {
@@ -42,6 +45,7 @@ impl Default for CatalogConfig {
             unknown_tool_cooldown: Duration::from_secs(2),
             policy: Policy::default(),
             min_refresh_interval: DEFAULT_MIN_REFRESH_INTERVAL,
+            metrics: Arc::default(),
         }
     }
 }
@@ -218,11 +222,26 @@ impl CatalogActor {
                 }),
             }
         };
-        ctx.spawn(fut.into_actor(self).map(|outcome, act, ctx| act.finish(outcome, ctx)));
+        ctx.spawn(
+            fut.into_actor(self)
+                .map(move |outcome, act, ctx| act.finish(outcome, reason, started.elapsed(), ctx)),
+        );
     }
 
-    fn finish(&mut self, outcome: Result<(Snapshot, RefreshReport), RefreshFailure>, ctx: &mut Context<Self>) {
+    fn finish(
+        &mut self,
+        outcome: Result<(Snapshot, RefreshReport), RefreshFailure>,
+        reason: RefreshReason,
+        took: Duration,
+        ctx: &mut Context<Self>,
+    ) {
         self.last_finished = Some(Instant::now());
+        let counted = match &outcome {
+            Ok((_, report)) if report.upstreams.iter().all(|u| u.ok) => RefreshOutcome::Ok,
+            Ok(_) => RefreshOutcome::Partial,
+            Err(_) => RefreshOutcome::Failed,
+        };
+        self.cfg.metrics.refresh(counted, reason.as_str(), took);
         let result = match outcome {
             Ok((snapshot, report)) => {
                 self.snapshot = Arc::new(snapshot);

@@ -29,7 +29,9 @@ use super::cancel::{CancelReason, CancelToken};
 use super::error::UpstreamError;
 use super::session::{Connection, Ready, RequestOptions, SessionState};
 use super::transport::Envelope;
+use crate::metrics::Metrics;
 use mcp_wire::jsonrpc;
+use mcp_wire::trace::TraceHeaders;
 use mcp_wire::types::Tool;
 use mcp_wire::{modern, Era};
 
@@ -48,6 +50,8 @@ pub struct UpstreamSpec {
     pub max_response_bytes: usize,
     /// The era found last time (from the manifest); `Legacy` skips the discovery probe.
     pub era_hint: Option<Era>,
+    /// Where failed exchanges and session resets are counted.
+    pub metrics: Arc<Metrics>,
 }
 
 /// Result of listing an upstream's tools.
@@ -87,6 +91,9 @@ pub struct CallTool {
     pub notifications: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
     /// Abandons the call when its handle cancels it or is dropped (see [`cancel`](super::cancel)).
     pub cancel: Option<CancelToken>,
+    /// The call's trace: sent as the `traceparent`/`tracestate` headers (the caller also put it
+    /// in `meta`).
+    pub trace: Option<TraceHeaders>,
 }
 
 /// Current session facts, for logs and tests (never contains the session id itself).
@@ -179,6 +186,7 @@ impl Handler<ListTools> for UpstreamActor {
                     log::debug!(upstream = conn.spec.label.as_str(), tools = l.tools.len(), latency_ms = ms; "upstream listed")
                 }
                 Err(e) => {
+                    conn.spec.metrics.upstream_error(&conn.spec.label, e);
                     log::warn!(upstream = conn.spec.label.as_str(), error = e.to_string().as_str(), latency_ms = ms; "upstream list failed")
                 }
             }
@@ -195,16 +203,18 @@ impl Handler<CallTool> for UpstreamActor {
         Box::pin(async move {
             let started = Instant::now();
             let tool = msg.name.clone();
+            let trace_id = msg.trace.as_ref().and_then(|t| t.trace_id()).unwrap_or("").to_string();
             let out = conn.call_tool(msg).await;
             let ms = started.elapsed().as_millis() as u64;
             match &out {
                 Ok(_) => {
                     // Debug: every call already has its info line (`mcp request`); two lines per call
                     // cost ~10% of the proxy's throughput at the default level.
-                    log::debug!(upstream = conn.spec.label.as_str(), tool = tool.as_str(), latency_ms = ms; "upstream call")
+                    log::debug!(upstream = conn.spec.label.as_str(), tool = tool.as_str(), latency_ms = ms, trace_id = trace_id.as_str(); "upstream call")
                 }
                 Err(e) => {
-                    log::warn!(upstream = conn.spec.label.as_str(), tool = tool.as_str(), error = e.to_string().as_str(), latency_ms = ms; "upstream call failed")
+                    conn.spec.metrics.upstream_error(&conn.spec.label, e);
+                    log::warn!(upstream = conn.spec.label.as_str(), tool = tool.as_str(), error = e.to_string().as_str(), latency_ms = ms, trace_id = trace_id.as_str(); "upstream call failed")
                 }
             }
             out
@@ -380,6 +390,7 @@ impl Connection {
             sink: Some(&forward),
             current_id: Some(&current_id),
             received: None,
+            trace: msg.trace.as_ref(),
         };
         let call = self.request("tools/call", Some(params), opts);
         let mut token = msg.cancel.clone();

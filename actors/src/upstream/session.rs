@@ -321,6 +321,8 @@ pub(super) struct RequestOptions<'a> {
     pub(super) current_id: Option<&'a Cell<Option<i64>>>,
     /// Adds up the body bytes of the replies read (a listing's budget across its pages).
     pub(super) received: Option<&'a Cell<usize>>,
+    /// The call's W3C trace headers.
+    pub(super) trace: Option<&'a mcp_wire::trace::TraceHeaders>,
 }
 
 pub(super) const CLIENT_NAME: &str = "mcp-search-proxy";
@@ -405,6 +407,9 @@ impl Connection {
             lost @ (Attempt::SessionLost | Attempt::EraChanged) => {
                 let forget_era = matches!(lost, Attempt::EraChanged);
                 log::info!(upstream = self.spec.label.as_str(), method = method, reprobe = forget_era; "upstream session lost, re-initializing");
+                self.spec
+                    .metrics
+                    .upstream_error_kind(&self.spec.label, crate::metrics::UpstreamErrorKind::SessionReset);
                 let ctx = self.reset(ctx.generation, forget_era).await?;
                 match self.attempt(&ctx, method, params, opts).await {
                     Attempt::Done(r) => r.map(|v| (v, ctx)),
@@ -454,6 +459,7 @@ impl Connection {
             name: opts.name,
             mirror: opts.input_schema.zip(body.pointer("/params/arguments")),
             idempotent: method != "tools/call",
+            trace: opts.trace,
         };
         let reply = match self
             .client

@@ -9,7 +9,8 @@
 //! list-change stream, the modern `subscriptions/listen` POST, the SSE resumption `GET`) goes
 //! through `Client::send`, which takes its headers from [`headers`] and nowhere else: it alone
 //! decides `Authorization`, `Mcp-Session-Id`, `MCP-Protocol-Version`, `Mcp-Method`,
-//! `Mcp-Name`, `Mcp-Param-*`, `Accept`, `Content-Type` and `Last-Event-ID`. Below it, only
+//! `Mcp-Name`, `Mcp-Param-*`, `traceparent`/`tracestate` (a relayed call's own, see
+//! `mcp_wire::trace`), `Accept`, `Content-Type` and `Last-Event-ID`. Below it, only
 //! HTTP's own are added (by awc: `Host`, the body's framing, `Connection` as the pool needs,
 //! `Date`; by `raw.rs`: `Host`, `Connection: close`, `Content-Length`). Nothing of a client's
 //! request passes through.
@@ -73,6 +74,8 @@ pub struct Message<'a> {
     /// Safe to send twice: when a pooled keep-alive connection turns out to have been closed by
     /// the upstream (no reply at all), the message is sent once more on a fresh connection.
     pub idempotent: bool,
+    /// W3C trace context of a relayed call (`traceparent`, `tracestate`).
+    pub trace: Option<&'a mcp_wire::trace::TraceHeaders>,
 }
 
 /// Which request goes upstream: its HTTP method and the headers of its kind.
@@ -141,6 +144,12 @@ pub fn headers(bearer: Option<&str>, envelope: Envelope<'_>, request: &Request<'
                             .into_iter()
                             .map(|(k, v)| (k.into(), v)),
                     );
+                }
+            }
+            if let Some(trace) = message.trace {
+                out.push((mcp_wire::trace::TRACEPARENT.into(), trace.traceparent.clone()));
+                if let Some(state) = &trace.tracestate {
+                    out.push((mcp_wire::trace::TRACESTATE.into(), state.clone()));
                 }
             }
             out.push(("Content-Type".into(), "application/json".into()));
@@ -670,6 +679,31 @@ mod tests {
     }
 
     #[test]
+    fn a_relayed_call_carries_its_trace_headers() {
+        let trace = mcp_wire::trace::TraceHeaders {
+            traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-0102030405060708-01".into(),
+            tracestate: Some("k=v".into()),
+        };
+        let call = Message {
+            method: Some("tools/call"),
+            trace: Some(&trace),
+            ..Default::default()
+        };
+        let names: Vec<String> = headers(None, Envelope::Modern, &Request::Post(call))
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("trace"))
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-0102030405060708-01",
+                "tracestate: k=v"
+            ]
+        );
+    }
+
+    #[test]
     fn one_builder_decides_every_header_of_every_request() {
         let list = |h: HeaderList| -> Vec<String> { h.iter().map(|(k, v)| format!("{k}: {v}")).collect() };
         let schema = serde_json::json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}});
@@ -679,6 +713,7 @@ mod tests {
             name: Some("weather"),
             mirror: Some((&schema, &args)),
             idempotent: false,
+            trace: None,
         };
         let legacy = Envelope::Legacy {
             session_id: Some("s-1"),

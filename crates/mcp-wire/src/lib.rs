@@ -10,6 +10,8 @@
 //! - [`version`]: the 2025-era protocol versions and negotiation, and [`Era`].
 //! - [`modern`]: the 2026-07-28 revision: `_meta` keys, `Mcp-Method`/`Mcp-Name`/`Mcp-Param-*`
 //!   header rules, refusals and their codes.
+//! - [`trace`]: W3C Trace Context (`traceparent`, `tracestate`): parsing, the proxy's own span
+//!   for a relayed call, what goes upstream.
 //!
 //! Everything here is pure and unit-tested without a runtime; the proxy's HTTP layer and its
 //! upstream client both read and write the wire through it.
@@ -19,6 +21,7 @@
 pub mod jsonrpc;
 pub mod modern;
 pub mod sse;
+pub mod trace;
 pub mod types;
 pub mod version;
 
