@@ -34,6 +34,10 @@ pub const BODY_TIMEOUT_SEC: &str = "BODY_TIMEOUT_SEC";
 pub const MAX_CONNECTIONS: &str = "MAX_CONNECTIONS";
 pub const SHUTDOWN_GRACE_SEC: &str = "SHUTDOWN_GRACE_SEC";
 pub const REFRESH_MIN_INTERVAL_SEC: &str = "REFRESH_MIN_INTERVAL_SEC";
+/// A PEM file of CA certificates trusted for `https://` upstreams, besides the platform's.
+pub const UPSTREAM_CA_FILE: &str = "UPSTREAM_CA_FILE";
+// HTTPS_PROXY / HTTP_PROXY / NO_PROXY (and their lower-case forms): see
+// `proxy_actors::upstream::egress`, which owns their names and rules.
 
 pub const DEFAULT_PORT: u16 = 8092;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -120,6 +124,10 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// At most one client- or upstream-triggered catalog fan-out per this period (0 = off).
     pub refresh_min_interval: Duration,
+    /// `UPSTREAM_CA_FILE`, read and checked: trusted for upstreams besides the platform's roots.
+    pub upstream_ca: Option<proxy_actors::upstream::tls::CaFile>,
+    /// Egress proxies for upstream connections (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`).
+    pub egress: proxy_actors::upstream::egress::Egress,
 }
 
 /// A configuration error, naming the variable at fault.
@@ -166,6 +174,8 @@ impl Config {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             refresh_min_interval: proxy_actors::catalog::DEFAULT_MIN_REFRESH_INTERVAL,
+            upstream_ca: None,
+            egress: Default::default(),
         }
     }
 
@@ -355,7 +365,23 @@ impl Config {
             None => DEFAULT_LISTING_MAX_CHARS,
             Some(v) => parse_positive(LISTING_MAX_CHARS, &v)? as usize,
         };
+        let upstream_ca = get(UPSTREAM_CA_FILE)
+            .map(|path| {
+                proxy_actors::upstream::tls::CaFile::load(std::path::Path::new(&path)).map_err(|m| {
+                    err(
+                        UPSTREAM_CA_FILE,
+                        format!("{m}; it must be a PEM file of the CA certificate(s) that signed the upstreams' certificates"),
+                    )
+                })
+            })
+            .transpose()?;
+        // The egress variables are read raw: `Egress` applies the lower-case-wins rule and
+        // counts empty values as unset itself.
+        let egress =
+            proxy_actors::upstream::egress::Egress::from_lookup(&|k| get(k)).map_err(|e| err(e.var, e.message))?;
         Ok(Config {
+            upstream_ca,
+            egress,
             policy,
             listing_max_chars,
             upstreams,
@@ -825,6 +851,53 @@ mod tests {
         );
         assert_eq!(demo(&[(LOG_FORMAT, "xml")]).unwrap_err().var, LOG_FORMAT);
         assert_eq!(demo(&[(PORT, "x")]).unwrap_err().var, PORT);
+    }
+
+    #[test]
+    fn ca_file_and_egress_proxies() {
+        let c = cfg(&[(UPSTREAMS, "https://a/mcp")]).unwrap();
+        assert!(c.upstream_ca.is_none() && c.egress.is_direct());
+        let dir = tempfile::tempdir().unwrap();
+        let bad = |vars: &[(&str, &str)], var: &str| {
+            let e = cfg(vars).unwrap_err();
+            assert_eq!(e.var, var, "{e}");
+            e
+        };
+        let missing = dir.path().join("missing.pem");
+        let e = bad(
+            &[
+                (UPSTREAMS, "https://a/mcp"),
+                (UPSTREAM_CA_FILE, missing.to_str().unwrap()),
+            ],
+            UPSTREAM_CA_FILE,
+        );
+        assert!(
+            e.to_string().contains("cannot read") && e.to_string().contains("PEM"),
+            "{e}"
+        );
+        let junk = dir.path().join("junk.pem");
+        std::fs::write(&junk, "hello").unwrap();
+        bad(
+            &[(UPSTREAMS, "https://a/mcp"), (UPSTREAM_CA_FILE, junk.to_str().unwrap())],
+            UPSTREAM_CA_FILE,
+        );
+        let c = cfg(&[
+            (UPSTREAMS, "https://a/mcp"),
+            ("HTTPS_PROXY", "http://user:pw-SECRET@proxy.corp:3128"),
+            ("no_proxy", ".internal"),
+        ])
+        .unwrap();
+        assert_eq!(c.egress.https.as_ref().unwrap().authority(), "proxy.corp:3128");
+        assert!(c.egress.proxy_for(true, "mcp.internal", 443).is_none());
+        assert!(!format!("{c:?}").contains("SECRET"));
+        let e = bad(
+            &[
+                (UPSTREAMS, "https://a/mcp"),
+                ("https_proxy", "socks5://u:pw-SECRET@p:1080"),
+            ],
+            "https_proxy",
+        );
+        assert!(!e.to_string().contains("SECRET"), "{e}");
     }
 
     #[test]

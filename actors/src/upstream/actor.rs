@@ -48,6 +48,8 @@ pub struct UpstreamSpec {
     pub max_response_bytes: usize,
     /// The era found last time (from the manifest); `Legacy` skips the discovery probe.
     pub era_hint: Option<Era>,
+    /// TLS trust and egress proxies, the same for every upstream.
+    pub network: super::connector::Network,
 }
 
 /// Result of listing an upstream's tools.

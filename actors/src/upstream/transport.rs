@@ -37,6 +37,7 @@ use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use serde_json::Value;
 
+use super::connector::{self, EgressConnector, Network};
 use super::error::UpstreamError;
 use super::raw;
 use mcp_wire::jsonrpc::{RequestId, RpcError};
@@ -164,6 +165,8 @@ pub struct Client {
     /// The upstream's bearer token (`Authorization`); never logged.
     bearer: Option<String>,
     connect_timeout: Duration,
+    /// TLS trust and egress proxies (for the direct reader; awc's connector has its own copy).
+    network: Network,
     /// Set for good once a reply came close-delimited (see the module docs).
     close_delimited: Cell<bool>,
 }
@@ -210,13 +213,21 @@ impl Client {
     /// Builds the client of one upstream actor (on its thread): the upstream at `url`, with its
     /// bearer token. The overall per-request timeout is enforced by the caller (it must also
     /// cover reading a streamed body), so awc's own timeout only guards connection setup.
-    pub fn new(url: String, bearer: Option<String>, connect_timeout: Duration) -> Self {
+    ///
+    /// Connections go through `network`'s egress proxy when its rules say so (awc's custom
+    /// TCP connector, see `connector.rs`), and `https://` ones are TLS with its trust; the
+    /// connect timeout covers the TCP connection with the proxy's `CONNECT`, and again the
+    /// TLS handshake.
+    pub fn new(url: String, bearer: Option<String>, connect_timeout: Duration, network: &Network) -> Self {
         let awc = awc::Client::builder()
             .disable_timeout()
             .disable_redirects()
             .connector(
                 awc::Connector::new()
+                    .connector(EgressConnector::new(network.egress.clone()))
+                    .rustls_0_23(network.trust.config.clone())
                     .timeout(connect_timeout)
+                    .handshake_timeout(connect_timeout)
                     .conn_keep_alive(POOL_IDLE),
             )
             .finish();
@@ -225,6 +236,7 @@ impl Client {
             url,
             bearer,
             connect_timeout,
+            network: network.clone(),
             close_delimited: Cell::new(false),
         }
     }
@@ -273,6 +285,7 @@ impl Client {
             &req.headers,
             req.body.as_ref(),
             self.connect_timeout,
+            &self.network,
         )
         .await
         .map_err(|e| match e {
@@ -310,7 +323,7 @@ impl Client {
             }
             r => r,
         }
-        .map_err(|e| send_error(e, started))?;
+        .map_err(|e| send_error(e, started, &self.url))?;
         let status = resp.status().as_u16();
         check_redirect(status, resp.headers(), &self.url)?;
         if req.need_body && body_dropped(&req.method, resp.version(), status, resp.headers()) {
@@ -602,12 +615,19 @@ pub fn excerpt(bytes: &[u8]) -> String {
     }
 }
 
-fn send_error(e: awc::error::SendRequestError, started: Instant) -> UpstreamError {
-    use awc::error::SendRequestError as E;
+/// An awc failure as an [`UpstreamError`]: an egress proxy's refusal and a TLS handshake's
+/// failure keep their precise kinds (see `connector::classify_io`).
+fn send_error(e: awc::error::SendRequestError, started: Instant, url: &str) -> UpstreamError {
+    use awc::error::{ConnectError, SendRequestError as E};
     match e {
         E::Timeout => UpstreamError::Timeout {
             elapsed: started.elapsed(),
         },
+        E::Connect(ConnectError::Io(io)) => connector::classify_io(&io, &host_of(url).unwrap_or_default())
+            .unwrap_or_else(|| UpstreamError::Connect(io.to_string())),
+        E::Connect(ConnectError::Timeout) => {
+            UpstreamError::Connect("timed out while connecting (TCP, egress proxy tunnel or TLS handshake)".into())
+        }
         E::Connect(c) => UpstreamError::Connect(c.to_string()),
         other => UpstreamError::Connect(other.to_string()),
     }
@@ -798,6 +818,10 @@ mod tests {
 
     const RESULT: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"ok":true}}"#;
 
+    fn network() -> Network {
+        Network::direct().expect("the TLS configuration builds")
+    }
+
     async fn post_to(client: &Client, idempotent: bool) -> Result<Reply, UpstreamError> {
         let message = Message {
             method: Some("tools/list"),
@@ -818,7 +842,7 @@ mod tests {
             "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{RESULT}"
         ))
         .await;
-        let client = Client::new(url.clone(), None, Duration::from_secs(2));
+        let client = Client::new(url.clone(), None, Duration::from_secs(2), &network());
         let reply = post_to(&client, false).await.unwrap();
         assert_eq!(reply.message.unwrap()["result"]["ok"], true);
         assert!(!client.reads_close_delimited());
@@ -830,7 +854,7 @@ mod tests {
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{RESULT}"
         ))
         .await;
-        let client = Client::new(url.clone(), None, Duration::from_secs(2));
+        let client = Client::new(url.clone(), None, Duration::from_secs(2), &network());
         let reply = post_to(&client, true).await.unwrap();
         assert_eq!(reply.message.unwrap()["result"]["ok"], true);
         assert!(client.reads_close_delimited());
@@ -840,7 +864,7 @@ mod tests {
         assert_eq!(count.get(), 3, "read directly, sent once");
 
         // A request that must not be sent twice: a precise error, never an empty body.
-        let client = Client::new(url.clone(), None, Duration::from_secs(2));
+        let client = Client::new(url.clone(), None, Duration::from_secs(2), &network());
         let e = post_to(&client, false).await.unwrap_err();
         assert!(e.to_string().contains("neither Content-Length nor chunked"), "{e}");
         assert_eq!(count.get(), 4);
@@ -862,7 +886,7 @@ mod tests {
         ];
         for reply in replies {
             let (url, _) = serve(reply.clone()).await;
-            let client = Client::new(url.clone(), None, Duration::from_secs(2));
+            let client = Client::new(url.clone(), None, Duration::from_secs(2), &network());
             client.close_delimited.set(true);
             let r = post_to(&client, false).await;
             assert_eq!(r.unwrap().message.unwrap()["result"]["ok"], true, "{reply}");
@@ -874,7 +898,7 @@ mod tests {
             format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\n\r\n", "x".repeat(raw::MAX_HEAD_BYTES)),
         ] {
             let (url, _) = serve(reply.clone()).await;
-            let client = Client::new(url.clone(), None, Duration::from_secs(2));
+            let client = Client::new(url.clone(), None, Duration::from_secs(2), &network());
             client.close_delimited.set(true);
             let e = post_to(&client, false).await.unwrap_err();
             assert!(!e.to_string().contains("empty body"), "{e}");

@@ -1,0 +1,164 @@
+//! Opening a connection to an upstream: directly or through an egress proxy's `CONNECT`
+//! tunnel ([`egress`](super::egress)), then TLS for `https://` ([`tls`](super::tls)).
+//!
+//! Two users, one rule set ([`Network`]):
+//! - awc: [`EgressConnector`] is its custom TCP connector (`awc::Connector::connector`). It
+//!   yields a plain `TcpStream` either way (a tunnel *is* a TCP stream once the proxy said
+//!   200), and awc runs its rustls connector over it, with the upstream's host name for SNI
+//!   and verification. Errors travel inside `std::io::Error` (awc's `ConnectError::Io`) and
+//!   are recovered by [`classify_io`]; the connector never returns actix-tls'
+//!   `InvalidInput` (awc panics on it).
+//! - `raw.rs` (close-delimited replies): [`open`] does the same and adds TLS itself with
+//!   `tokio-rustls` and the same client configuration.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_service::Service;
+use actix_tls::connect::{ConnectError, ConnectInfo, Connection, ConnectorService};
+use awc::http::Uri;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+
+use super::egress::{self, Egress, EgressError, ProxyUrl};
+use super::error::UpstreamError;
+use super::tls::{self, CaFile, Trust};
+
+/// How every upstream connection is made: the TLS trust and the egress proxies. Cheap to
+/// clone (shared).
+#[derive(Debug, Clone)]
+pub struct Network {
+    pub trust: Trust,
+    pub egress: Arc<Egress>,
+}
+
+impl Network {
+    /// The platform's roots plus `ca_file`'s, and `egress`.
+    pub fn new(ca_file: Option<&CaFile>, egress: Egress) -> Result<Network, String> {
+        Ok(Network {
+            trust: tls::client_config(ca_file)?,
+            egress: Arc::new(egress),
+        })
+    }
+
+    /// The platform's roots, no proxy (tests, the demo).
+    pub fn direct() -> Result<Network, String> {
+        Network::new(None, Egress::default())
+    }
+}
+
+/// awc's TCP connector: direct, or through the egress proxy the [`Egress`] rules pick.
+#[derive(Clone)]
+pub struct EgressConnector {
+    egress: Arc<Egress>,
+    direct: ConnectorService,
+}
+
+impl EgressConnector {
+    pub fn new(egress: Arc<Egress>) -> Self {
+        EgressConnector {
+            egress,
+            direct: ConnectorService::default(),
+        }
+    }
+}
+
+impl Service<ConnectInfo<Uri>> for EgressConnector {
+    type Response = Connection<Uri, TcpStream>;
+    type Error = ConnectError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>>>>;
+
+    actix_service::always_ready!();
+
+    fn call(&self, req: ConnectInfo<Uri>) -> Self::Future {
+        let https = req.request().scheme_str() == Some("https");
+        let Some(proxy) = self.egress.proxy_for(https, req.hostname(), req.port()).cloned() else {
+            return Box::pin(self.direct.call(req));
+        };
+        let uri = req.request().clone();
+        let host = req.hostname().to_string();
+        let port = req.port();
+        Box::pin(async move {
+            let stream = through_proxy(&proxy, &host, port)
+                .await
+                .map_err(|e| ConnectError::Io(io::Error::other(e)))?;
+            Ok(Connection::new(uri, stream))
+        })
+    }
+}
+
+/// A TCP stream to `proxy`, tunnelled to `host:port`.
+async fn through_proxy(proxy: &ProxyUrl, host: &str, port: u16) -> Result<TcpStream, EgressError> {
+    let mut stream = TcpStream::connect((proxy.host.as_str(), proxy.port))
+        .await
+        .map_err(|e| EgressError::Unreachable {
+            proxy: proxy.authority(),
+            detail: e.to_string(),
+        })?;
+    let _ = stream.set_nodelay(true);
+    log::debug!(proxy = proxy.authority().as_str(), target = host, port = port; "egress tunnel");
+    egress::tunnel(&mut stream, host, port, proxy).await?;
+    Ok(stream)
+}
+
+/// The precise error an awc connection failure carries, if it is one of ours (egress) or a
+/// TLS handshake failure; `None` for anything else (refused, DNS, reset).
+pub fn classify_io(e: &io::Error, host: &str) -> Option<UpstreamError> {
+    let inner = e.get_ref()?;
+    if let Some(egress) = inner.downcast_ref::<EgressError>() {
+        return Some(UpstreamError::Proxy(egress.clone()));
+    }
+    inner.downcast_ref::<rustls::Error>().map(|t| tls::classify(t, host))
+}
+
+/// A byte stream to an upstream (plain TCP or TLS).
+pub trait Io: AsyncRead + AsyncWrite + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Unpin> Io for T {}
+
+/// Opens a connection to the upstream at `uri` for the direct reader: proxy tunnel when the
+/// rules say so, TLS for `https://`, all within `timeout`.
+pub async fn open(network: &Network, uri: &Uri, timeout: Duration) -> Result<Box<dyn Io>, UpstreamError> {
+    let https = match uri.scheme_str() {
+        Some("https") => true,
+        Some("http") => false,
+        _ => {
+            return Err(UpstreamError::Connect(
+                "the upstream URL is neither http:// nor https://".into(),
+            ))
+        }
+    };
+    let host = uri
+        .host()
+        .ok_or_else(|| UpstreamError::Connect("the upstream URL has no host".into()))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let work = async {
+        let stream = match network.egress.proxy_for(https, host, port) {
+            Some(proxy) => through_proxy(proxy, host, port).await.map_err(UpstreamError::Proxy)?,
+            None => {
+                let s = TcpStream::connect((host, port))
+                    .await
+                    .map_err(|e| UpstreamError::Connect(e.to_string()))?;
+                let _ = s.set_nodelay(true);
+                s
+            }
+        };
+        if !https {
+            return Ok(Box::new(stream) as Box<dyn Io>);
+        }
+        let name = rustls::pki_types::ServerName::try_from(host.to_string())
+            .map_err(|_| UpstreamError::Connect(format!("{host} is not a valid TLS server name")))?;
+        let tls = tokio_rustls::TlsConnector::from(network.trust.config.clone())
+            .connect(name, stream)
+            .await
+            .map_err(|e| classify_io(&e, host).unwrap_or_else(|| UpstreamError::Connect(e.to_string())))?;
+        Ok(Box::new(tls) as Box<dyn Io>)
+    };
+    match tokio::time::timeout(timeout, work).await {
+        Ok(r) => r,
+        Err(_) => Err(UpstreamError::Connect("timed out while connecting".into())),
+    }
+}
