@@ -74,7 +74,7 @@ impl UpstreamError {
                 "the upstream is down or unreachable; retry later, or ask the operator to check it"
             }
             UpstreamError::CertificateNotTrusted { .. } => {
-                "the upstream's TLS certificate is not signed by a CA the proxy trusts; retrying will not help: the operator must set UPSTREAM_CA_FILE to the PEM of the CA that signed it (or fix the upstream's certificate chain)"
+                "retrying will not help: the operator must make the proxy trust the CA that signed the upstream's certificate (UPSTREAM_CA_FILE), or fix the upstream's certificate chain"
             }
             UpstreamError::CertificateNameMismatch { .. } => {
                 "the upstream's TLS certificate is for another host name; retrying will not help: the operator must use the host name the certificate names in the upstream's URL, or reissue the certificate for this name"
