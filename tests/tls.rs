@@ -496,3 +496,112 @@ fn a_bad_ca_file_or_proxy_url_stops_the_start_with_exit_64() {
         assert!(!text.contains("SECRET"), "{text}");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Close-delimited replies (the direct reader) over TLS, through the proxy
+// ---------------------------------------------------------------------------------------------
+
+/// A legacy MCP upstream whose every reply is close-delimited (HTTP/1.1, no `Content-Length`,
+/// not chunked): one request per connection. Returns its address and its `tools/call` count.
+async fn close_delimited_backend() -> (SocketAddr, Rc<std::cell::Cell<usize>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let calls = Rc::new(std::cell::Cell::new(0));
+    let counted = calls.clone();
+    actix_web::rt::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let counted = counted.clone();
+            actix_web::rt::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 8192];
+                let head_end = loop {
+                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break i + 4;
+                    }
+                    match sock.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                };
+                let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+                let len: usize = head
+                    .split("content-length:")
+                    .nth(1)
+                    .and_then(|r| r.split("\r\n").next())
+                    .and_then(|n| n.trim().parse().ok())
+                    .unwrap_or(0);
+                while buf.len() < head_end + len {
+                    match sock.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let req: Value = serde_json::from_slice(&buf[head_end..head_end + len]).unwrap_or(Value::Null);
+                let id = req["id"].clone();
+                let message = match req["method"].as_str().unwrap_or("") {
+                    "server/discover" => Some(
+                        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}}),
+                    ),
+                    "initialize" => Some(json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "close-delimited", "version": "0"},
+                    }})),
+                    "tools/list" => {
+                        Some(json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [tool("cd-echo", "Echo.", &[])]}}))
+                    }
+                    "tools/call" => {
+                        counted.set(counted.get() + 1);
+                        Some(
+                            json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "close-delimited over tls"}]}}),
+                        )
+                    }
+                    _ => None,
+                };
+                let reply = match (head.starts_with("post"), message) {
+                    (true, Some(m)) => format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{m}"),
+                    (true, None) => "HTTP/1.1 202 Accepted\r\n\r\n".to_string(),
+                    (false, _) => "HTTP/1.1 405 Method Not Allowed\r\n\r\n".to_string(),
+                };
+                let _ = sock.write_all(reply.as_bytes()).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    (addr, calls)
+}
+
+#[actix_web::test]
+async fn close_delimited_replies_are_read_over_tls_through_the_proxy() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("test CA");
+    let (backend, calls) = close_delimited_backend().await;
+    let port = tls_front(ca.issue("127.0.0.1"), backend).await;
+    let url = format!("https://127.0.0.1:{port}/mcp");
+    let (proxy_port, log) = connect_proxy(Some("u:p")).await;
+    let pem = ca.pem_file(dir.path());
+    let p = start(
+        &url,
+        &network(Some(&pem), egress_via(proxy_port, Some("u:p"), "")),
+        None,
+    )
+    .await;
+    let r = call(&p.url, "mcp_refresh", json!({})).await;
+    assert_eq!(report_of(&r, "sec")["ok"], true, "{r}");
+    let r = mcp_call(&p.url, "cd-echo", json!({})).await;
+    assert_eq!(r["content"][0]["text"], "close-delimited over tls", "{r}");
+    assert_eq!(calls.get(), 1, "a call is sent once");
+    // The bodies were read (awc alone reads them as empty), each request over its own tunnel.
+    let connects = log.connects();
+    assert!(connects.len() >= 4, "{connects:?}");
+    assert!(connects
+        .iter()
+        .all(|c| c.starts_with(&format!("CONNECT 127.0.0.1:{port} "))));
+    p.stop().await;
+    // Without the CA: refused at the first handshake, clearly.
+    let p = start(&url, &network(None, egress_via(proxy_port, Some("u:p"), "")), None).await;
+    let r = call(&p.url, "mcp_refresh", json!({})).await;
+    let error = report_of(&r, "sec")["error"].as_str().unwrap_or_default().to_string();
+    assert!(error.contains("certificate not trusted"), "{r}");
+    p.stop().await;
+}
