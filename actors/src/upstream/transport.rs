@@ -20,6 +20,12 @@
 //! reply is [`UpstreamError::Redirect`], which names only the `Location`'s host (the full
 //! URL may carry secrets).
 //!
+//! Connections: `http://` and `https://` (rustls, the trust of `tls.rs`), directly or through
+//! an egress proxy's `CONNECT` tunnel, as `connector.rs` decides for awc (its custom TCP
+//! connector) and for `raw.rs` alike. A failed handshake or a proxy's refusal keeps its
+//! precise [`UpstreamError`] kind (`send_error`), so the operator reads *certificate not
+//! trusted* or *proxy refused with 407*, not "connection failed".
+//!
 //! Close-delimited replies (HTTP/1.1, no `Content-Length`, not chunked): awc reads them as
 //! empty (see `raw.rs` for why). `Client::exchange` notices such a reply and from then on
 //! reads that upstream over `raw.rs`; the reply that revealed it is fetched again there
