@@ -55,13 +55,18 @@ impl Network {
 pub struct EgressConnector {
     egress: Arc<Egress>,
     direct: ConnectorService,
+    /// Bounds the connection to the proxy and its `CONNECT` together, so a proxy that never
+    /// answers is named in the error (awc's own connect timeout must be longer than this, or
+    /// it fires first with a generic message).
+    timeout: Duration,
 }
 
 impl EgressConnector {
-    pub fn new(egress: Arc<Egress>) -> Self {
+    pub fn new(egress: Arc<Egress>, timeout: Duration) -> Self {
         EgressConnector {
             egress,
             direct: ConnectorService::default(),
+            timeout,
         }
     }
 }
@@ -81,8 +86,9 @@ impl Service<ConnectInfo<Uri>> for EgressConnector {
         let uri = req.request().clone();
         let host = req.hostname().to_string();
         let port = req.port();
+        let timeout = self.timeout;
         Box::pin(async move {
-            let stream = through_proxy(&proxy, &host, port)
+            let stream = through_proxy(&proxy, &host, port, timeout)
                 .await
                 .map_err(|e| ConnectError::Io(io::Error::other(e)))?;
             Ok(Connection::new(uri, stream))
@@ -90,18 +96,30 @@ impl Service<ConnectInfo<Uri>> for EgressConnector {
     }
 }
 
-/// A TCP stream to `proxy`, tunnelled to `host:port`.
-async fn through_proxy(proxy: &ProxyUrl, host: &str, port: u16) -> Result<TcpStream, EgressError> {
-    let mut stream = TcpStream::connect((proxy.host.as_str(), proxy.port))
-        .await
-        .map_err(|e| EgressError::Unreachable {
+/// A TCP stream to `proxy`, tunnelled to `host:port`, within `timeout`.
+async fn through_proxy(proxy: &ProxyUrl, host: &str, port: u16, timeout: Duration) -> Result<TcpStream, EgressError> {
+    let work = async {
+        let mut stream = TcpStream::connect((proxy.host.as_str(), proxy.port))
+            .await
+            .map_err(|e| EgressError::Unreachable {
+                proxy: proxy.authority(),
+                detail: e.to_string(),
+            })?;
+        let _ = stream.set_nodelay(true);
+        log::debug!(proxy = proxy.authority().as_str(), target = host, port = port; "egress tunnel");
+        egress::tunnel(&mut stream, host, port, proxy).await?;
+        Ok(stream)
+    };
+    match tokio::time::timeout(timeout, work).await {
+        Ok(r) => r,
+        Err(_) => Err(EgressError::Unreachable {
             proxy: proxy.authority(),
-            detail: e.to_string(),
-        })?;
-    let _ = stream.set_nodelay(true);
-    log::debug!(proxy = proxy.authority().as_str(), target = host, port = port; "egress tunnel");
-    egress::tunnel(&mut stream, host, port, proxy).await?;
-    Ok(stream)
+            detail: format!(
+                "no tunnel within {} ms (connecting to it and its answer to CONNECT)",
+                timeout.as_millis()
+            ),
+        }),
+    }
 }
 
 /// The precise error an awc connection failure carries, if it is one of ours (egress) or a
@@ -119,7 +137,8 @@ pub trait Io: AsyncRead + AsyncWrite + Unpin {}
 impl<T: AsyncRead + AsyncWrite + Unpin> Io for T {}
 
 /// Opens a connection to the upstream at `uri` for the direct reader: proxy tunnel when the
-/// rules say so, TLS for `https://`, all within `timeout`.
+/// rules say so, TLS for `https://`; `timeout` bounds each step (TCP or the tunnel, then the
+/// TLS handshake), as awc's connect and handshake timeouts do.
 pub async fn open(network: &Network, uri: &Uri, timeout: Duration) -> Result<Box<dyn Io>, UpstreamError> {
     let https = match uri.scheme_str() {
         Some("https") => true,
@@ -135,30 +154,79 @@ pub async fn open(network: &Network, uri: &Uri, timeout: Duration) -> Result<Box
         .ok_or_else(|| UpstreamError::Connect("the upstream URL has no host".into()))?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
-    let work = async {
-        let stream = match network.egress.proxy_for(https, host, port) {
-            Some(proxy) => through_proxy(proxy, host, port).await.map_err(UpstreamError::Proxy)?,
-            None => {
-                let s = TcpStream::connect((host, port))
-                    .await
-                    .map_err(|e| UpstreamError::Connect(e.to_string()))?;
-                let _ = s.set_nodelay(true);
-                s
-            }
-        };
-        if !https {
-            return Ok(Box::new(stream) as Box<dyn Io>);
-        }
-        let name = rustls::pki_types::ServerName::try_from(host.to_string())
-            .map_err(|_| UpstreamError::Connect(format!("{host} is not a valid TLS server name")))?;
-        let tls = tokio_rustls::TlsConnector::from(network.trust.config.clone())
-            .connect(name, stream)
+    let stream = match network.egress.proxy_for(https, host, port) {
+        Some(proxy) => through_proxy(proxy, host, port, timeout)
             .await
-            .map_err(|e| classify_io(&e, host).unwrap_or_else(|| UpstreamError::Connect(e.to_string())))?;
-        Ok(Box::new(tls) as Box<dyn Io>)
+            .map_err(UpstreamError::Proxy)?,
+        None => match tokio::time::timeout(timeout, TcpStream::connect((host, port))).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return Err(UpstreamError::Connect(e.to_string())),
+            Err(_) => return Err(UpstreamError::Connect("timed out while connecting".into())),
+        },
     };
-    match tokio::time::timeout(timeout, work).await {
-        Ok(r) => r,
-        Err(_) => Err(UpstreamError::Connect("timed out while connecting".into())),
+    let _ = stream.set_nodelay(true);
+    if !https {
+        return Ok(Box::new(stream));
+    }
+    let name = rustls::pki_types::ServerName::try_from(host.to_string())
+        .map_err(|_| UpstreamError::Connect(format!("{host} is not a valid TLS server name")))?;
+    let handshake = tokio_rustls::TlsConnector::from(network.trust.config.clone()).connect(name, stream);
+    match tokio::time::timeout(timeout, handshake).await {
+        Ok(Ok(tls)) => Ok(Box::new(tls)),
+        Ok(Err(e)) => Err(classify_io(&e, host).unwrap_or_else(|| UpstreamError::Connect(e.to_string()))),
+        Err(_) => Err(UpstreamError::Connect("timed out during the TLS handshake".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_silent_proxy_is_named_within_the_timeout() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // Accepts, reads the CONNECT, never answers.
+        let silent = async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 1024];
+            use tokio::io::AsyncReadExt as _;
+            while sock.read(&mut buf).await.is_ok_and(|n| n > 0) {}
+        };
+        let proxy = ProxyUrl::parse(&format!("http://u:pw@127.0.0.1:{port}")).unwrap();
+        let started = std::time::Instant::now();
+        let attempt = through_proxy(&proxy, "mcp.example", 443, Duration::from_millis(300));
+        let e = tokio::select! {
+            e = attempt => e.unwrap_err(),
+            _ = silent => unreachable!("the silent proxy never returns first"),
+        };
+        assert!(started.elapsed() < Duration::from_secs(2));
+        let text = UpstreamError::Proxy(e).to_string();
+        assert!(text.contains(&format!("egress proxy 127.0.0.1:{port}")), "{text}");
+        assert!(text.contains("no tunnel within 300 ms"), "{text}");
+        assert!(!text.contains("pw"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn io_errors_keep_their_precise_kind() {
+        let refused = EgressError::Refused {
+            proxy: "p:1".into(),
+            status: 403,
+            reason: "Forbidden".into(),
+        };
+        let e = classify_io(&io::Error::other(refused.clone()), "h");
+        assert_eq!(e, Some(UpstreamError::Proxy(refused)));
+        let tls = io::Error::new(
+            io::ErrorKind::InvalidData,
+            rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer),
+        );
+        assert!(matches!(
+            classify_io(&tls, "h"),
+            Some(UpstreamError::CertificateNotTrusted { .. })
+        ));
+        assert_eq!(
+            classify_io(&io::Error::from(io::ErrorKind::ConnectionRefused), "h"),
+            None
+        );
     }
 }

@@ -230,9 +230,10 @@ impl Client {
             .disable_redirects()
             .connector(
                 awc::Connector::new()
-                    .connector(EgressConnector::new(network.egress.clone()))
+                    .connector(EgressConnector::new(network.egress.clone(), connect_timeout))
                     .rustls_0_23(network.trust.config.clone())
-                    .timeout(connect_timeout)
+                    // Past the egress connector's own bound, so a silent proxy is named.
+                    .timeout(connect_timeout + Duration::from_secs(1))
                     .handshake_timeout(connect_timeout)
                     .conn_keep_alive(POOL_IDLE),
             )
