@@ -375,8 +375,7 @@ impl Config {
                 })
             })
             .transpose()?;
-        // The egress variables are read raw: `Egress` applies the lower-case-wins rule and
-        // counts empty values as unset itself.
+        // `Egress` owns the names and applies the lower-case-wins rule (empty = unset, as here).
         let egress =
             proxy_actors::upstream::egress::Egress::from_lookup(&|k| get(k)).map_err(|e| err(e.var, e.message))?;
         Ok(Config {

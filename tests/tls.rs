@@ -605,3 +605,50 @@ async fn close_delimited_replies_are_read_over_tls_through_the_proxy() {
     assert!(error.contains("certificate not trusted"), "{r}");
     p.stop().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Measurement (not a check): cargo test --test tls -- --ignored --nocapture
+// ---------------------------------------------------------------------------------------------
+
+/// Mean `mcp_call` latency over plain http, https, and https through the CONNECT proxy
+/// (pooled connections), and the cost of a fresh connection (TCP, TCP+TLS, tunnel+TLS).
+#[actix_web::test]
+#[ignore]
+async fn measure_tls_and_proxy_overhead() {
+    const CALLS: u32 = 300;
+    const OPENS: u32 = 100;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("test CA");
+    let pem = ca.pem_file(dir.path());
+    let (https_url, backend) = https_upstream(ca.issue("127.0.0.1")).await;
+    let (proxy_port, _log) = connect_proxy(None).await;
+    let rows = [
+        ("http", backend.url.clone(), network(None, Egress::default())),
+        ("https", https_url.clone(), network(Some(&pem), Egress::default())),
+        (
+            "https via CONNECT proxy",
+            https_url.clone(),
+            network(Some(&pem), egress_via(proxy_port, None, "")),
+        ),
+    ];
+    for (name, url, net) in rows {
+        let p = start(&url, &net, None).await;
+        let _ = mcp_call(&p.url, "sec-echo", json!({"text": "warm"})).await;
+        let started = Instant::now();
+        for _ in 0..CALLS {
+            let r = mcp_call(&p.url, "sec-echo", json!({"text": "x"})).await;
+            assert_eq!(r["content"][0]["text"], "x");
+        }
+        let call_us = started.elapsed().as_micros() / u128::from(CALLS);
+        let uri: awc::http::Uri = url.parse().unwrap();
+        let started = Instant::now();
+        for _ in 0..OPENS {
+            proxy_actors::upstream::connector::open(&net, &uri, Duration::from_secs(5))
+                .await
+                .unwrap();
+        }
+        let open_us = started.elapsed().as_micros() / u128::from(OPENS);
+        println!("{name:<24} mcp_call {call_us:>6} µs/call   fresh connection {open_us:>6} µs");
+        p.stop().await;
+    }
+}

@@ -23,7 +23,7 @@ pub enum UpstreamError {
     Tls { host: String, detail: String },
     /// The egress proxy (`HTTPS_PROXY`/`HTTP_PROXY`) could not be reached or refused the
     /// tunnel; it names the proxy as `host:port` only, never its credentials.
-    Proxy(super::egress::EgressError),
+    Proxy(EgressError),
     /// The upstream answered with an HTTP error status.
     Http { status: u16, detail: String },
     /// The upstream answered with a redirect (3xx), which is never followed. Only the host of
