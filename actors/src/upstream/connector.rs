@@ -29,10 +29,22 @@ use super::tls::{self, CaFile, Trust};
 
 /// How every upstream connection is made: the TLS trust and the egress proxies. Cheap to
 /// clone (shared).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Network {
     pub trust: Trust,
     pub egress: Arc<Egress>,
+}
+
+/// The counts of roots and the proxies (redacted), not rustls' whole configuration (every root
+/// certificate).
+impl std::fmt::Debug for Network {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Network")
+            .field("platform_roots", &self.trust.platform_roots)
+            .field("ca_file_roots", &self.trust.ca_file_roots)
+            .field("egress", &self.egress)
+            .finish()
+    }
 }
 
 impl Network {

@@ -22,7 +22,8 @@
 //!   under it; matching is case-insensitive and ignores a trailing dot), an IP literal
 //!   (`10.1.2.3`, `::1`, `[::1]`), or a CIDR block (`10.0.0.0/8`, matched against IP-literal
 //!   upstream hosts only: no DNS lookup is made to decide). Any entry may end in `:port`,
-//!   and then matches that port only.
+//!   and then matches that port only. Loopback is not bypassed implicitly (as with curl, unlike
+//!   Go): list `localhost,127.0.0.1` when a local upstream must not go through the proxy.
 //!
 //! # Why `CONNECT` for `http://` upstreams too
 //! An `http://` upstream behind `HTTP_PROXY` is also reached through a `CONNECT` tunnel, not

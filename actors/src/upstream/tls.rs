@@ -91,13 +91,22 @@ impl CaFile {
 }
 
 /// The trust of all upstream connections, with what went into it (for the startup log).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Trust {
     pub config: Arc<ClientConfig>,
     /// Roots found on the platform.
     pub platform_roots: usize,
     /// Roots from `UPSTREAM_CA_FILE`.
     pub ca_file_roots: usize,
+}
+
+impl std::fmt::Debug for Trust {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trust")
+            .field("platform_roots", &self.platform_roots)
+            .field("ca_file_roots", &self.ca_file_roots)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The platform's roots plus `ca_file`'s, in a rustls client configuration (ring, HTTP/1.1).
