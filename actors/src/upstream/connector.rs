@@ -1,5 +1,5 @@
 //! Opening a connection to an upstream: directly or through an egress proxy's `CONNECT`
-//! tunnel ([`egress`](super::egress)), then TLS for `https://` ([`tls`](super::tls)).
+//! tunnel ([`super::egress`]), then TLS for `https://` ([`super::tls`]).
 //!
 //! Two users, one rule set ([`Network`]):
 //! - awc: [`EgressConnector`] is its custom TCP connector (`awc::Connector::connector`). It
