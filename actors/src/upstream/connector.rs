@@ -219,6 +219,44 @@ mod tests {
         assert!(!text.contains("pw"), "{text}");
     }
 
+    /// A listener that answers every connection with `reply` at once; its `host:port`.
+    async fn answering(reply: &'static [u8]) -> String {
+        use tokio::io::AsyncWriteExt as _;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let _ = sock.write_all(reply).await;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn the_direct_reader_reports_tls_and_proxy_failures_precisely() {
+        let net = Network::direct().unwrap();
+        // An https:// URL whose port speaks plain HTTP.
+        let plain = answering(b"HTTP/1.1 400 Bad Request\r\n\r\n").await;
+        let uri: Uri = format!("https://{plain}/mcp").parse().unwrap();
+        let e = open(&net, &uri, Duration::from_secs(2)).await.err().unwrap();
+        assert!(matches!(e, UpstreamError::Tls { .. }), "{e}");
+        assert!(e.to_string().starts_with("TLS with upstream 127.0.0.1 failed"), "{e}");
+        // A proxy that refuses the tunnel.
+        let proxy = answering(b"HTTP/1.1 403 Forbidden\r\n\r\n").await;
+        let egress = Egress {
+            https: Some(ProxyUrl::parse(&proxy).unwrap()),
+            ..Egress::default()
+        };
+        let net = Network::new(None, egress).unwrap();
+        let uri: Uri = "https://mcp.example/mcp".parse().unwrap();
+        let e = open(&net, &uri, Duration::from_secs(2)).await.err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            format!("egress proxy {proxy} refused the CONNECT with HTTP 403 Forbidden")
+        );
+    }
+
     #[tokio::test]
     async fn io_errors_keep_their_precise_kind() {
         let refused = EgressError::Refused {
