@@ -35,6 +35,10 @@ pub const MAX_CONNECTIONS: &str = "MAX_CONNECTIONS";
 pub const SHUTDOWN_GRACE_SEC: &str = "SHUTDOWN_GRACE_SEC";
 pub const REFRESH_MIN_INTERVAL_SEC: &str = "REFRESH_MIN_INTERVAL_SEC";
 pub const METRICS_PUBLIC: &str = "METRICS_PUBLIC";
+/// A PEM file of CA certificates trusted for `https://` upstreams, besides the platform's.
+pub const UPSTREAM_CA_FILE: &str = "UPSTREAM_CA_FILE";
+// HTTPS_PROXY / HTTP_PROXY / NO_PROXY (and their lower-case forms): see
+// `proxy_actors::upstream::egress`, which owns their names and rules.
 
 pub const DEFAULT_PORT: u16 = 8092;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -123,6 +127,10 @@ pub struct Config {
     pub refresh_min_interval: Duration,
     /// `GET /metrics` without a client token even when `PROXY_TOKENS` is set.
     pub metrics_public: bool,
+    /// `UPSTREAM_CA_FILE`, read and checked: trusted for upstreams besides the platform's roots.
+    pub upstream_ca: Option<proxy_actors::upstream::tls::CaFile>,
+    /// Egress proxies for upstream connections (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`).
+    pub egress: proxy_actors::upstream::egress::Egress,
 }
 
 /// A configuration error, naming the variable at fault.
@@ -170,6 +178,8 @@ impl Config {
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             refresh_min_interval: proxy_actors::catalog::DEFAULT_MIN_REFRESH_INTERVAL,
             metrics_public: false,
+            upstream_ca: None,
+            egress: Default::default(),
         }
     }
 
@@ -360,7 +370,22 @@ impl Config {
             None => DEFAULT_LISTING_MAX_CHARS,
             Some(v) => parse_positive(LISTING_MAX_CHARS, &v)? as usize,
         };
+        let upstream_ca = get(UPSTREAM_CA_FILE)
+            .map(|path| {
+                proxy_actors::upstream::tls::CaFile::load(std::path::Path::new(&path)).map_err(|m| {
+                    err(
+                        UPSTREAM_CA_FILE,
+                        format!("{m}; it must be a PEM file of the CA certificate(s) that signed the upstreams' certificates"),
+                    )
+                })
+            })
+            .transpose()?;
+        // `Egress` owns the names and applies the lower-case-wins rule (empty = unset, as here).
+        let egress =
+            proxy_actors::upstream::egress::Egress::from_lookup(&|k| get(k)).map_err(|e| err(e.var, e.message))?;
         Ok(Config {
+            upstream_ca,
+            egress,
             policy,
             listing_max_chars,
             upstreams,
@@ -843,6 +868,53 @@ mod tests {
         );
         assert_eq!(demo(&[(LOG_FORMAT, "xml")]).unwrap_err().var, LOG_FORMAT);
         assert_eq!(demo(&[(PORT, "x")]).unwrap_err().var, PORT);
+    }
+
+    #[test]
+    fn ca_file_and_egress_proxies() {
+        let c = cfg(&[(UPSTREAMS, "https://a/mcp")]).unwrap();
+        assert!(c.upstream_ca.is_none() && c.egress.is_direct());
+        let dir = tempfile::tempdir().unwrap();
+        let bad = |vars: &[(&str, &str)], var: &str| {
+            let e = cfg(vars).unwrap_err();
+            assert_eq!(e.var, var, "{e}");
+            e
+        };
+        let missing = dir.path().join("missing.pem");
+        let e = bad(
+            &[
+                (UPSTREAMS, "https://a/mcp"),
+                (UPSTREAM_CA_FILE, missing.to_str().unwrap()),
+            ],
+            UPSTREAM_CA_FILE,
+        );
+        assert!(
+            e.to_string().contains("cannot read") && e.to_string().contains("PEM"),
+            "{e}"
+        );
+        let junk = dir.path().join("junk.pem");
+        std::fs::write(&junk, "hello").unwrap();
+        bad(
+            &[(UPSTREAMS, "https://a/mcp"), (UPSTREAM_CA_FILE, junk.to_str().unwrap())],
+            UPSTREAM_CA_FILE,
+        );
+        let c = cfg(&[
+            (UPSTREAMS, "https://a/mcp"),
+            ("HTTPS_PROXY", "http://user:pw-SECRET@proxy.corp:3128"),
+            ("no_proxy", ".internal"),
+        ])
+        .unwrap();
+        assert_eq!(c.egress.https.as_ref().unwrap().authority(), "proxy.corp:3128");
+        assert!(c.egress.proxy_for(true, "mcp.internal", 443).is_none());
+        assert!(!format!("{c:?}").contains("SECRET"));
+        let e = bad(
+            &[
+                (UPSTREAMS, "https://a/mcp"),
+                ("https_proxy", "socks5://u:pw-SECRET@p:1080"),
+            ],
+            "https_proxy",
+        );
+        assert!(!e.to_string().contains("SECRET"), "{e}");
     }
 
     #[test]

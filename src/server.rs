@@ -9,7 +9,7 @@ use actix::{Actor, Addr, Arbiter};
 use actix_web::{web, App, HttpServer};
 
 use proxy_actors::catalog::{CatalogActor, CatalogConfig, UpstreamHandle};
-use proxy_actors::upstream::{UpstreamActor, UpstreamSpec};
+use proxy_actors::upstream::{Network, UpstreamActor, UpstreamSpec};
 
 use crate::config::{Config, UpstreamConfig};
 use crate::http::{self, AppState, HttpSettings};
@@ -26,8 +26,14 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// Starts the actors. Must run inside an actix `System`.
-    pub fn start(upstreams: &[UpstreamConfig], catalog_cfg: CatalogConfig, max_result_bytes: usize) -> Proxy {
+    /// Starts the actors. Must run inside an actix `System`. `network`: how upstream
+    /// connections are made (TLS trust, egress proxies; see [`network`]).
+    pub fn start(
+        upstreams: &[UpstreamConfig],
+        catalog_cfg: CatalogConfig,
+        max_result_bytes: usize,
+        network: &Network,
+    ) -> Proxy {
         // The manifest is read once: it seeds the catalog and tells each upstream actor the
         // era its upstream spoke last time.
         let manifest = catalog_cfg
@@ -52,6 +58,7 @@ impl Proxy {
                 max_response_bytes: max_result_bytes,
                 era_hint: manifest.as_ref().and_then(|m| m.era_of(&u.url)),
                 metrics: catalog_cfg.metrics.clone(),
+                network: network.clone(),
             };
             let (addr, arbiter) = UpstreamActor::start_on_new_arbiter(spec);
             arbiters.push(arbiter);
@@ -104,6 +111,35 @@ impl Proxy {
             a.stop();
         }
     }
+}
+
+/// How upstream connections are made: the platform's roots plus `UPSTREAM_CA_FILE`, and the
+/// egress proxies. Says at start what it found (never a proxy's credentials).
+pub fn network(cfg: &Config) -> std::io::Result<Network> {
+    let network = Network::new(cfg.upstream_ca.as_ref(), cfg.egress.clone()).map_err(std::io::Error::other)?;
+    let trust = &network.trust;
+    log::info!(
+        platform_roots = trust.platform_roots,
+        ca_file_roots = trust.ca_file_roots,
+        ca_file = cfg.upstream_ca.as_ref().map(|f| f.path.display().to_string()).unwrap_or_else(|| "none".into()).as_str();
+        "upstream TLS trust"
+    );
+    if trust.platform_roots == 0 {
+        log::warn!(ca_file_roots = trust.ca_file_roots; "no platform root certificates found (install ca-certificates, or set SSL_CERT_FILE): https upstreams are trusted only through UPSTREAM_CA_FILE");
+    }
+    let egress = &cfg.egress;
+    if !egress.is_direct() {
+        let shown = |p: &Option<proxy_actors::upstream::egress::ProxyUrl>| {
+            p.as_ref().map_or_else(|| "none".into(), |p| p.to_string())
+        };
+        log::info!(
+            https_proxy = shown(&egress.https).as_str(),
+            http_proxy = shown(&egress.http).as_str(),
+            no_proxy = !egress.no_proxy.is_empty();
+            "upstream egress proxies"
+        );
+    }
+    Ok(network)
 }
 
 /// Catalog settings from the service configuration.
@@ -198,7 +234,8 @@ pub async fn drain(handle: &actix_web::dev::ServerHandle, state: &web::Data<AppS
 
 /// Runs the service until SIGINT/SIGTERM.
 pub async fn run(cfg: Config, listener: TcpListener) -> std::io::Result<()> {
-    let proxy = Proxy::start(&cfg.upstreams, catalog_config(&cfg), cfg.max_result_bytes);
+    let network = network(&cfg)?;
+    let proxy = Proxy::start(&cfg.upstreams, catalog_config(&cfg), cfg.max_result_bytes, &network);
     let addr = listener.local_addr()?;
     if cfg.client_tokens.is_empty() && !addr.ip().is_loopback() {
         log::warn!(addr = addr.to_string().as_str(); "no client authentication: anyone who can reach this address can use every upstream credential (ALLOW_UNAUTHENTICATED=true)");

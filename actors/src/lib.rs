@@ -15,6 +15,10 @@
 //!   - [`upstream::transport`] (+ `upstream/raw.rs`): HTTP, with the one header builder every
 //!     request goes through; [`upstream::error`]: `UpstreamError`; [`upstream::cancel`]:
 //!     abandoning a call with a reason.
+//!   - [`upstream::connector`]: opening a connection (direct or through an egress proxy's
+//!     `CONNECT` tunnel, then TLS), for awc and the direct reader; [`upstream::tls`]: trusted
+//!     roots (platform + `UPSTREAM_CA_FILE`) and handshake errors; [`upstream::egress`]:
+//!     `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` rules and the `CONNECT` handshake (pure).
 //! - [`catalog`]: `CatalogActor`, the only writer of the catalog.
 //!   - `catalog/actor.rs`: the actor, its configuration and messages, and the refresh state
 //!     machine (coalescing, rate limit, TTL, retries); it owns the current snapshot (published

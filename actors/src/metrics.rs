@@ -113,7 +113,10 @@ impl UpstreamErrorKind {
 pub fn error_kind(e: &UpstreamError) -> Option<UpstreamErrorKind> {
     Some(match e {
         UpstreamError::Timeout { .. } => UpstreamErrorKind::Timeout,
-        UpstreamError::Connect(_) => UpstreamErrorKind::Connect,
+        UpstreamError::Connect(_) | UpstreamError::Proxy(_) => UpstreamErrorKind::Connect,
+        UpstreamError::CertificateNotTrusted { .. }
+        | UpstreamError::CertificateNameMismatch { .. }
+        | UpstreamError::Tls { .. } => UpstreamErrorKind::Tls,
         UpstreamError::Http { .. } => UpstreamErrorKind::HttpStatus,
         UpstreamError::Redirect { .. } => UpstreamErrorKind::Redirect,
         UpstreamError::Rpc(_) => UpstreamErrorKind::RpcError,

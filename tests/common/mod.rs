@@ -107,7 +107,19 @@ pub async fn start_proxy_with(
     settings: HttpSettings,
     limits: server::ServerLimits,
 ) -> TestProxy {
-    let proxy = Proxy::start(&upstreams, catalog, 1024 * 1024);
+    let network = proxy_actors::upstream::Network::direct().expect("the TLS configuration builds");
+    start_proxy_on(upstreams, catalog, settings, limits, &network).await
+}
+
+/// [`start_proxy_with`] with the upstream network (TLS trust, egress proxies) given.
+pub async fn start_proxy_on(
+    upstreams: Vec<UpstreamConfig>,
+    catalog: CatalogConfig,
+    settings: HttpSettings,
+    limits: server::ServerLimits,
+    network: &proxy_actors::upstream::Network,
+) -> TestProxy {
+    let proxy = Proxy::start(&upstreams, catalog, 1024 * 1024, network);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let state = proxy.app_state(settings);

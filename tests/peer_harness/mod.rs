@@ -326,7 +326,13 @@ impl TestProxy {
             _ => None,
         })
         .expect("valid proxy configuration");
-        let proxy = Proxy::start(&cfg.upstreams, server::catalog_config(&cfg), cfg.max_result_bytes);
+        let network = server::network(&cfg).expect("the TLS configuration builds");
+        let proxy = Proxy::start(
+            &cfg.upstreams,
+            server::catalog_config(&cfg),
+            cfg.max_result_bytes,
+            &network,
+        );
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy port");
         let addr = listener.local_addr().expect("proxy address");
         let srv = server::http_server(

@@ -52,6 +52,8 @@ pub struct UpstreamSpec {
     pub era_hint: Option<Era>,
     /// Where failed exchanges and session resets are counted.
     pub metrics: Arc<Metrics>,
+    /// TLS trust and egress proxies, the same for every upstream.
+    pub network: super::connector::Network,
 }
 
 /// Result of listing an upstream's tools.

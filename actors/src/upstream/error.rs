@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::egress::EgressError;
 use mcp_wire::jsonrpc::{self, RpcError};
 use mcp_wire::modern;
 
@@ -14,6 +15,15 @@ pub enum UpstreamError {
     Timeout { elapsed: Duration },
     /// The TCP/TLS connection could not be made (refused, DNS, reset).
     Connect(String),
+    /// TLS: the upstream's certificate is not signed by a CA the proxy trusts.
+    CertificateNotTrusted { host: String, detail: String },
+    /// TLS: the upstream's certificate is for another host name.
+    CertificateNameMismatch { host: String, detail: String },
+    /// TLS: another handshake failure (expired certificate, no common protocol, not TLS).
+    Tls { host: String, detail: String },
+    /// The egress proxy (`HTTPS_PROXY`/`HTTP_PROXY`) could not be reached or refused the
+    /// tunnel; it names the proxy as `host:port` only, never its credentials.
+    Proxy(EgressError),
     /// The upstream answered with an HTTP error status.
     Http { status: u16, detail: String },
     /// The upstream answered with a redirect (3xx), which is never followed. Only the host of
@@ -41,6 +51,12 @@ impl UpstreamError {
             | UpstreamError::Unavailable
             | UpstreamError::Cancelled(_) => true,
             UpstreamError::Http { status, .. } => *status >= 500 || *status == 429 || *status == 408,
+            UpstreamError::Proxy(EgressError::Unreachable { .. }) => true,
+            UpstreamError::Proxy(EgressError::Refused { status, .. }) => *status >= 500,
+            UpstreamError::Proxy(EgressError::BadReply { .. })
+            | UpstreamError::CertificateNotTrusted { .. }
+            | UpstreamError::CertificateNameMismatch { .. }
+            | UpstreamError::Tls { .. } => false,
             UpstreamError::Rpc(_)
             | UpstreamError::InvalidReply(_)
             | UpstreamError::TooLarge { .. }
@@ -56,6 +72,30 @@ impl UpstreamError {
             }
             UpstreamError::Connect(_) => {
                 "the upstream is down or unreachable; retry later, or ask the operator to check it"
+            }
+            UpstreamError::CertificateNotTrusted { .. } => {
+                "retrying will not help: the operator must make the proxy trust the CA that signed the upstream's certificate (UPSTREAM_CA_FILE), or fix the upstream's certificate chain"
+            }
+            UpstreamError::CertificateNameMismatch { .. } => {
+                "the upstream's TLS certificate is for another host name; retrying will not help: the operator must use the host name the certificate names in the upstream's URL, or reissue the certificate for this name"
+            }
+            UpstreamError::Tls { .. } => {
+                "the TLS handshake with the upstream failed; retrying will probably not help: the operator must check the upstream's certificate (expiry) and TLS setup, and that the URL's port speaks TLS"
+            }
+            UpstreamError::Proxy(EgressError::Unreachable { .. }) => {
+                "the egress proxy is unreachable; retry later, or ask the operator to check HTTPS_PROXY/HTTP_PROXY"
+            }
+            UpstreamError::Proxy(EgressError::Refused { status: 407, .. }) => {
+                "the egress proxy wants credentials; retrying will not help: the operator must put user:password in the proxy URL (HTTPS_PROXY/HTTP_PROXY)"
+            }
+            UpstreamError::Proxy(EgressError::Refused { status, .. }) if *status >= 500 => {
+                "the egress proxy could not reach the upstream; retrying later may help, otherwise the operator must check the upstream's address or the proxy"
+            }
+            UpstreamError::Proxy(EgressError::Refused { .. }) => {
+                "the egress proxy refused the tunnel to this upstream; retrying will not help: the operator must allow the upstream at the proxy, or list its host in NO_PROXY if it is reachable directly"
+            }
+            UpstreamError::Proxy(EgressError::BadReply { .. }) => {
+                "the egress proxy did not answer CONNECT like an HTTP proxy; the operator must check HTTPS_PROXY/HTTP_PROXY (an http:// proxy URL)"
             }
             UpstreamError::Http { status, .. } if *status == 401 || *status == 403 => {
                 "the upstream rejected the proxy's credentials; retrying will not help, the operator must fix the token"
@@ -103,6 +143,16 @@ impl std::fmt::Display for UpstreamError {
         match self {
             UpstreamError::Timeout { elapsed } => write!(f, "timed out after {}", seconds(*elapsed)),
             UpstreamError::Connect(e) => write!(f, "connection failed: {e}"),
+            UpstreamError::CertificateNotTrusted { host, detail } => write!(
+                f,
+                "TLS with upstream {host} failed: certificate not trusted ({detail}); if a private CA signed it, set UPSTREAM_CA_FILE to the PEM of the CA that signed it"
+            ),
+            UpstreamError::CertificateNameMismatch { host, detail } => write!(
+                f,
+                "TLS with upstream {host} failed: the certificate is not valid for the host name {host} ({detail})"
+            ),
+            UpstreamError::Tls { host, detail } => write!(f, "TLS with upstream {host} failed: {detail}"),
+            UpstreamError::Proxy(e) => write!(f, "{e}"),
             UpstreamError::Http { status, detail } if detail.is_empty() => write!(f, "HTTP {status}"),
             UpstreamError::Http { status, detail } => write!(f, "HTTP {status}: {detail}"),
             UpstreamError::Redirect {

@@ -23,6 +23,11 @@
 //! - [`transport`] (with `raw.rs`): HTTP: the one header builder ([`transport::headers`]) every
 //!   request goes through, replies as JSON or SSE (resumed when a stream closes early),
 //!   close-delimited replies read directly (`raw.rs`), redirects refused.
+//! - [`connector`]: how a connection is opened ([`Network`]: TLS trust and egress proxies),
+//!   for awc (its custom TCP connector) and for `raw.rs`; [`tls`]: the trusted roots
+//!   (platform + `UPSTREAM_CA_FILE`), the rustls configuration and what a failed handshake
+//!   is called; [`egress`]: `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` and the `CONNECT`
+//!   handshake, pure and unit-tested.
 //! - [`error`]: [`UpstreamError`], phrased for a model and an operator.
 //! - [`cancel`]: [`CancelHandle`] / [`CancelToken`], abandoning a call with a reason.
 //!
@@ -40,10 +45,13 @@
 mod actor;
 pub mod cancel;
 mod classify;
+pub mod connector;
+pub mod egress;
 pub mod error;
 mod list_changes;
 mod raw;
 mod session;
+pub mod tls;
 pub mod transport;
 
 pub use actor::{
@@ -51,5 +59,6 @@ pub use actor::{
     UpstreamStatus,
 };
 pub use cancel::{cancel_pair, CancelHandle, CancelReason, CancelToken};
+pub use connector::Network;
 pub use error::UpstreamError;
 pub use mcp_wire::Era;

@@ -6,11 +6,13 @@
 //! (RFC 9112 §6.3, rule 8). actix-http 3 (under awc) decodes such a response head as having
 //! *no* body (`MessageDecoder<ResponseHead>::decode` yields `PayloadType::None` unless the
 //! status line says HTTP/1.0), so awc hands back an empty body and the bytes are lost. The
-//! only hook below that decision is a custom connector IO, whose types (`actix_tls::connect`)
-//! this crate cannot name without depending on `actix-tls` directly. So the transport notices
+//! only hook below that decision is the connector's IO (`connector.rs` supplies one, for
+//! egress proxies), and fixing the framing there would mean rewriting the reply's head in the
+//! byte stream. So the transport notices
 //! such a reply (see `transport::Client::exchange`) and reads that upstream's replies here:
-//! plain `http://` only (awc is built without TLS, so nothing else reached the upstream
-//! either), one request per connection, every framing (length, chunked, close) understood.
+//! over a connection `connector::open` makes with the same rules as awc's (egress proxy
+//! tunnel, TLS with the same trust for `https://`), one request per connection, every framing
+//! (length, chunked, close) understood.
 //! Bounds: the head at most [`MAX_HEAD_BYTES`] (and [`MAX_HEADERS`] lines), a chunk-size or
 //! trailer line at most [`MAX_LINE_BYTES`]; the body's size and the time are bounded by the
 //! caller, as for awc's bodies.
@@ -25,8 +27,8 @@ use awc::http::{Method, Uri};
 use bytes::{Buf, Bytes, BytesMut};
 use futures_util::Stream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
+use super::connector::{self, Io, Network};
 use super::error::UpstreamError;
 
 /// A response body, chunk by chunk.
@@ -47,30 +49,19 @@ pub async fn exchange(
     headers: &[(std::borrow::Cow<'static, str>, String)],
     body: Option<&Bytes>,
     connect_timeout: Duration,
+    network: &Network,
 ) -> Result<(u16, HeaderMap, Body), UpstreamError> {
     let uri: Uri = url
         .parse()
         .map_err(|e| UpstreamError::Connect(format!("invalid upstream URL: {e}")))?;
-    if uri.scheme_str() != Some("http") {
-        return Err(UpstreamError::Connect(
-            "close-delimited replies can be read only over plain http".into(),
-        ));
-    }
     let host = uri
         .host()
         .ok_or_else(|| UpstreamError::Connect("the upstream URL has no host".into()))?;
-    let port = uri.port_u16().unwrap_or(80);
     let host_header = match uri.port_u16() {
         Some(p) => format!("{host}:{p}"),
         None => host.to_string(),
     };
-    let connect_host = host.trim_start_matches('[').trim_end_matches(']');
-    let mut sock = match tokio::time::timeout(connect_timeout, TcpStream::connect((connect_host, port))).await {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => return Err(UpstreamError::Connect(e.to_string())),
-        Err(_) => return Err(UpstreamError::Connect("timed out while connecting".into())),
-    };
-    let _ = sock.set_nodelay(true);
+    let mut sock = connector::open(network, &uri, connect_timeout).await?;
 
     let target = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
     let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {host_header}\r\nConnection: close\r\n");
@@ -244,7 +235,7 @@ enum ChunkState {
 }
 
 struct Reader {
-    sock: TcpStream,
+    sock: Box<dyn Io>,
     buf: BytesMut,
     framing: Framing,
     done: bool,

@@ -345,7 +345,7 @@ impl Connection {
     pub(super) fn new(spec: UpstreamSpec) -> Self {
         let connect_timeout = spec.timeout.min(Duration::from_secs(10));
         Connection {
-            client: transport::Client::new(spec.url.clone(), spec.token.clone(), connect_timeout),
+            client: transport::Client::new(spec.url.clone(), spec.token.clone(), connect_timeout, &spec.network),
             session: SharedSession::new(SessionState::new(spec.era_hint)),
             spec,
             init_lock: tokio::sync::Mutex::new(()),

@@ -21,6 +21,12 @@
 //! reply is [`UpstreamError::Redirect`], which names only the `Location`'s host (the full
 //! URL may carry secrets).
 //!
+//! Connections: `http://` and `https://` (rustls, the trust of `tls.rs`), directly or through
+//! an egress proxy's `CONNECT` tunnel, as `connector.rs` decides for awc (its custom TCP
+//! connector) and for `raw.rs` alike. A failed handshake or a proxy's refusal keeps its
+//! precise [`UpstreamError`] kind (`send_error`), so the operator reads *certificate not
+//! trusted* or *proxy refused with 407*, not "connection failed".
+//!
 //! Close-delimited replies (HTTP/1.1, no `Content-Length`, not chunked): awc reads them as
 //! empty (see `raw.rs` for why). `Client::exchange` notices such a reply and from then on
 //! reads that upstream over `raw.rs`; the reply that revealed it is fetched again there
@@ -38,6 +44,7 @@ use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use serde_json::Value;
 
+use super::connector::{self, EgressConnector, Network};
 use super::error::UpstreamError;
 use super::raw;
 use mcp_wire::jsonrpc::{RequestId, RpcError};
@@ -173,6 +180,8 @@ pub struct Client {
     /// The upstream's bearer token (`Authorization`); never logged.
     bearer: Option<String>,
     connect_timeout: Duration,
+    /// TLS trust and egress proxies (for the direct reader; awc's connector has its own copy).
+    network: Network,
     /// Set for good once a reply came close-delimited (see the module docs).
     close_delimited: Cell<bool>,
 }
@@ -219,13 +228,22 @@ impl Client {
     /// Builds the client of one upstream actor (on its thread): the upstream at `url`, with its
     /// bearer token. The overall per-request timeout is enforced by the caller (it must also
     /// cover reading a streamed body), so awc's own timeout only guards connection setup.
-    pub fn new(url: String, bearer: Option<String>, connect_timeout: Duration) -> Self {
+    ///
+    /// Connections go through `network`'s egress proxy when its rules say so (awc's custom
+    /// TCP connector, see `connector.rs`), and `https://` ones are TLS with its trust; the
+    /// connect timeout covers the TCP connection with the proxy's `CONNECT`, and again the
+    /// TLS handshake.
+    pub fn new(url: String, bearer: Option<String>, connect_timeout: Duration, network: &Network) -> Self {
         let awc = awc::Client::builder()
             .disable_timeout()
             .disable_redirects()
             .connector(
                 awc::Connector::new()
-                    .timeout(connect_timeout)
+                    .connector(EgressConnector::new(network.egress.clone(), connect_timeout))
+                    .rustls_0_23(network.trust.config.clone())
+                    // Past the egress connector's own bound, so a silent proxy is named.
+                    .timeout(connect_timeout + Duration::from_secs(1))
+                    .handshake_timeout(connect_timeout)
                     .conn_keep_alive(POOL_IDLE),
             )
             .finish();
@@ -234,6 +252,7 @@ impl Client {
             url,
             bearer,
             connect_timeout,
+            network: network.clone(),
             close_delimited: Cell::new(false),
         }
     }
@@ -282,6 +301,7 @@ impl Client {
             &req.headers,
             req.body.as_ref(),
             self.connect_timeout,
+            &self.network,
         )
         .await
         .map_err(|e| match e {
@@ -319,7 +339,7 @@ impl Client {
             }
             r => r,
         }
-        .map_err(|e| send_error(e, started))?;
+        .map_err(|e| send_error(e, started, &self.url))?;
         let status = resp.status().as_u16();
         check_redirect(status, resp.headers(), &self.url)?;
         if req.need_body && body_dropped(&req.method, resp.version(), status, resp.headers()) {
@@ -611,12 +631,19 @@ pub fn excerpt(bytes: &[u8]) -> String {
     }
 }
 
-fn send_error(e: awc::error::SendRequestError, started: Instant) -> UpstreamError {
-    use awc::error::SendRequestError as E;
+/// An awc failure as an [`UpstreamError`]: an egress proxy's refusal and a TLS handshake's
+/// failure keep their precise kinds (see `connector::classify_io`).
+fn send_error(e: awc::error::SendRequestError, started: Instant, url: &str) -> UpstreamError {
+    use awc::error::{ConnectError, SendRequestError as E};
     match e {
         E::Timeout => UpstreamError::Timeout {
             elapsed: started.elapsed(),
         },
+        E::Connect(ConnectError::Io(io)) => connector::classify_io(&io, &host_of(url).unwrap_or_default())
+            .unwrap_or_else(|| UpstreamError::Connect(io.to_string())),
+        E::Connect(ConnectError::Timeout) => {
+            UpstreamError::Connect("timed out while connecting (TCP, egress proxy tunnel or TLS handshake)".into())
+        }
         E::Connect(c) => UpstreamError::Connect(c.to_string()),
         other => UpstreamError::Connect(other.to_string()),
     }
@@ -833,6 +860,10 @@ mod tests {
 
     const RESULT: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"ok":true}}"#;
 
+    fn network() -> Network {
+        Network::direct().expect("the TLS configuration builds")
+    }
+
     async fn post_to(client: &Client, idempotent: bool) -> Result<Reply, UpstreamError> {
         let message = Message {
             method: Some("tools/list"),
@@ -853,7 +884,7 @@ mod tests {
             "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{RESULT}"
         ))
         .await;
-        let client = Client::new(url.clone(), None, Duration::from_secs(2));
+        let client = Client::new(url.clone(), None, Duration::from_secs(2), &network());
         let reply = post_to(&client, false).await.unwrap();
         assert_eq!(reply.message.unwrap()["result"]["ok"], true);
         assert!(!client.reads_close_delimited());
@@ -865,7 +896,7 @@ mod tests {
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{RESULT}"
         ))
         .await;
-        let client = Client::new(url.clone(), None, Duration::from_secs(2));
+        let client = Client::new(url.clone(), None, Duration::from_secs(2), &network());
         let reply = post_to(&client, true).await.unwrap();
         assert_eq!(reply.message.unwrap()["result"]["ok"], true);
         assert!(client.reads_close_delimited());
@@ -875,7 +906,7 @@ mod tests {
         assert_eq!(count.get(), 3, "read directly, sent once");
 
         // A request that must not be sent twice: a precise error, never an empty body.
-        let client = Client::new(url.clone(), None, Duration::from_secs(2));
+        let client = Client::new(url.clone(), None, Duration::from_secs(2), &network());
         let e = post_to(&client, false).await.unwrap_err();
         assert!(e.to_string().contains("neither Content-Length nor chunked"), "{e}");
         assert_eq!(count.get(), 4);
@@ -897,7 +928,7 @@ mod tests {
         ];
         for reply in replies {
             let (url, _) = serve(reply.clone()).await;
-            let client = Client::new(url.clone(), None, Duration::from_secs(2));
+            let client = Client::new(url.clone(), None, Duration::from_secs(2), &network());
             client.close_delimited.set(true);
             let r = post_to(&client, false).await;
             assert_eq!(r.unwrap().message.unwrap()["result"]["ok"], true, "{reply}");
@@ -909,7 +940,7 @@ mod tests {
             format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\n\r\n", "x".repeat(raw::MAX_HEAD_BYTES)),
         ] {
             let (url, _) = serve(reply.clone()).await;
-            let client = Client::new(url.clone(), None, Duration::from_secs(2));
+            let client = Client::new(url.clone(), None, Duration::from_secs(2), &network());
             client.close_delimited.set(true);
             let e = post_to(&client, false).await.unwrap_err();
             assert!(!e.to_string().contains("empty body"), "{e}");
