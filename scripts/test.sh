@@ -46,6 +46,17 @@ cargo fmt --all --check
 section "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
+if [[ -d "$ROOT/../shared/bench/eval" ]]; then
+  # tests/search_floors.rs reads the visible sets' tool and query vectors from this cache: a
+  # release build embeds them (minutes; a debug build would take hours), once per content.
+  section "Vector cache for the semantic floors (release eval --all-visible --embed-model)"
+  cargo build --release --bin mcp-search-proxy
+  "${CARGO_TARGET_DIR:-$ROOT/target}/release/mcp-search-proxy" eval --all-visible \
+    --embed-model "$ROOT/models/all-MiniLM-L6-v2" \
+    --vector-cache "${CARGO_TARGET_DIR:-$ROOT/target}/vector-cache" \
+    --eval-dir "$ROOT/../shared/bench/eval" --catalogs-dir "$ROOT/../shared/bench/catalogs"
+fi
+
 section "cargo test --workspace${*:+ $*}"
 export REQUIRE_PEERS=1
 cargo --version

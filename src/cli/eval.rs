@@ -87,7 +87,7 @@ pub fn rank_all_with(
                     let sem = semantic.and_then(|(vectors, qv)| {
                         Some(Semantic {
                             vectors,
-                            query: qv.get(t.as_str())?.as_slice(),
+                            query: qv.get(&tool_search::semantic::query_text(t))?.as_slice(),
                         })
                     });
                     index.search_hybrid(t, limit, sem)
@@ -225,7 +225,8 @@ fn score_set(
         Some(e) => {
             let vectors = e.tool_vectors(&tools)?;
             let texts: Vec<String> = queries.iter().flat_map(|q| q.texts()).collect();
-            let refs: Vec<&str> = texts.iter().map(|t| tool_search::clip_query(t)).collect();
+            let semantic_texts: Vec<String> = texts.iter().map(|t| tool_search::semantic::query_text(t)).collect();
+            let refs: Vec<&str> = semantic_texts.iter().map(String::as_str).collect();
             let qv = e.query_vectors(&refs)?;
             rank_all_with(&index, &names, &queries, limit, Some((&vectors, &qv)))
         }

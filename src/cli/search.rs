@@ -1,11 +1,29 @@
 //! `mcp-search-proxy search`: rank a catalog file's tools for a query, offline, through the same
-//! `Index::search` that answers `mcp_search`.
+//! `Index::search_hybrid` that answers `mcp_search` (lexical only unless `--embed-model`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use tool_search::catalog_file::load_catalog_path;
-use tool_search::Index;
+use tool_search::model::CatalogTool;
+use tool_search::semantic::{query_text, Vectors};
+use tool_search::{Index, Semantic};
+
+use super::vectors::EvalEmbedder;
+
+/// The catalog's vectors (cached) and the query's.
+fn semantic_inputs(
+    model: &std::path::Path,
+    cache: &std::path::Path,
+    tools: &[CatalogTool],
+    query: &str,
+) -> Result<(Vectors, Vec<f32>), String> {
+    let mut e = EvalEmbedder::open(model, cache)?;
+    let vectors = e.tool_vectors(tools)?;
+    let text = query_text(query);
+    let qv = e.query_vectors(&[text.as_str()])?.remove(&text).unwrap_or_default();
+    Ok((vectors, qv))
+}
 
 /// Search a catalog file the way `mcp_search` would.
 #[derive(clap::Args, Debug)]
@@ -16,9 +34,16 @@ pub struct SearchArgs {
     /// Results to show.
     #[arg(long, default_value_t = 10)]
     pub limit: usize,
-    /// Print each result's score as a labelled tree.
+    /// Print each result's score as a labelled tree (with both arms' parts when hybrid).
     #[arg(long)]
     pub explain: bool,
+    /// Rank with the semantic arm too, using the model in this directory (as `EMBED_MODEL`);
+    /// the catalog's vectors are kept in --vector-cache.
+    #[arg(long)]
+    pub embed_model: Option<PathBuf>,
+    /// Where tool and query vectors are kept between runs (with --embed-model).
+    #[arg(long, default_value = "target/vector-cache")]
+    pub vector_cache: PathBuf,
     /// The query (several words are joined with spaces).
     #[arg(required = true, num_args = 1..)]
     pub query: Vec<String>,
@@ -35,7 +60,21 @@ impl SearchArgs {
         };
         let index = Index::build(&tools);
         let query = self.query.join(" ");
-        let hits = index.search(&query, self.limit);
+        let semantic = match &self.embed_model {
+            None => None,
+            Some(model) => match semantic_inputs(model, &self.vector_cache, &tools, &query) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    eprintln!("mcp-search-proxy search: {e}");
+                    return ExitCode::from(2);
+                }
+            },
+        };
+        let sem = semantic.as_ref().map(|(vectors, qv)| Semantic {
+            vectors,
+            query: qv.as_slice(),
+        });
+        let hits = index.search_hybrid(&query, self.limit, sem);
         if hits.is_empty() {
             println!("no confident match for {query:?} among {} tools", tools.len());
         }
@@ -52,7 +91,7 @@ impl SearchArgs {
                 desc
             );
             if self.explain {
-                for line in index.explain(&query, h.doc).to_text().lines() {
+                for line in index.explain_hybrid(&query, h.doc, sem).to_text().lines() {
                     println!("            {line}");
                 }
             }
@@ -78,6 +117,8 @@ mod tests {
             catalog,
             limit: 3,
             explain: true,
+            embed_model: None,
+            vector_cache: dir.path().join("vectors"),
             query: vec!["send".into(), "message".into()],
         };
         assert_eq!(args.run(), ExitCode::SUCCESS);

@@ -20,6 +20,9 @@ pub struct EvalEmbedder {
     dir: PathBuf,
     tools: VectorStore,
     queries: VectorStore,
+    /// Refuse to embed: every vector must come from the cache (tests in debug builds, where
+    /// running the model would take hours).
+    cache_only: bool,
 }
 
 impl EvalEmbedder {
@@ -33,13 +36,24 @@ impl EvalEmbedder {
             dir: cache.to_owned(),
             tools,
             queries,
+            cache_only: false,
         })
+    }
+
+    /// [`Self::open`], but every vector must already be in `cache` (filled by
+    /// `mcp-search-proxy eval --all-visible --embed-model DIR` from a release build); a
+    /// missing one is an error naming that command.
+    pub fn open_cache_only(model: &Path, cache: &Path) -> Result<Self, String> {
+        let mut e = Self::open(model, cache)?;
+        e.cache_only = true;
+        Ok(e)
     }
 
     /// The tools' vectors, embedding (and caching) the ones not seen before.
     pub fn tool_vectors(&mut self, tools: &[CatalogTool]) -> Result<Vectors, String> {
         let texts: Vec<String> = tools.iter().map(embedding_text).collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        self.check_cached(&self.tools, &refs, "tool")?;
         fill(
             &self.embedder,
             &mut self.tools,
@@ -56,6 +70,7 @@ impl EvalEmbedder {
 
     /// Each query text's vector, embedding (and caching) the ones not seen before.
     pub fn query_vectors(&mut self, texts: &[&str]) -> Result<HashMap<String, Vec<f32>>, String> {
+        self.check_cached(&self.queries, texts, "query")?;
         fill(
             &self.embedder,
             &mut self.queries,
@@ -68,6 +83,19 @@ impl EvalEmbedder {
             .iter()
             .filter_map(|t| Some((t.to_string(), self.queries.get(&text_key(t))?.to_vec())))
             .collect())
+    }
+}
+
+impl EvalEmbedder {
+    fn check_cached(&self, store: &VectorStore, texts: &[&str], what: &str) -> Result<(), String> {
+        let missing = texts.iter().filter(|t| !store.contains(&text_key(t))).count();
+        if self.cache_only && missing > 0 {
+            return Err(format!(
+                "{missing} {what} texts are not in the vector cache {}: fill it with a release build, `cargo run --release -- eval --all-visible --embed-model models/all-MiniLM-L6-v2` (scripts/test.sh does)",
+                self.dir.display()
+            ));
+        }
+        Ok(())
     }
 }
 

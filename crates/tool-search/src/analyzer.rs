@@ -25,9 +25,28 @@ pub fn words(text: &str) -> Vec<String> {
 /// arguments (`./src/utils/file_utils.py`, `'Project Overview'`); they are data for the call,
 /// not words about which tool to call, so the ranking counts them less.
 pub fn query_words(query: &str) -> Vec<QueryWord> {
-    const TRAILING: [char; 7] = ['.', ',', ';', ':', '?', '!', ')'];
     let mut out = Vec::new();
     let mut tok = Tokenizer::default();
+    for (chunk, literal) in marked_chunks(query) {
+        tok.for_each_word_marked(chunk, |w, camel| {
+            // a bare number is a value too (`2020`, `1150 points`)
+            let number = w.bytes().all(|b| b.is_ascii_digit());
+            out.push(QueryWord {
+                text: w.to_string(),
+                literal: literal || number,
+                camel,
+            });
+        });
+    }
+    out
+}
+
+/// The query's whitespace-separated chunks, each marked `true` when it is (inside) a literal
+/// value: a quoted string, or a chunk that reads as a path, URL, e-mail address, selector or
+/// file name ([`is_literal_chunk`]).
+fn marked_chunks(query: &str) -> Vec<(&str, bool)> {
+    const TRAILING: [char; 7] = ['.', ',', ';', ':', '?', '!', ')'];
+    let mut out = Vec::new();
     let mut in_quote: Option<char> = None;
     for chunk in query.split_whitespace() {
         let mut literal = in_quote.is_some();
@@ -51,17 +70,32 @@ pub fn query_words(query: &str) -> Vec<QueryWord> {
             in_quote = None;
         }
         literal |= is_literal_chunk(chunk);
-        tok.for_each_word_marked(chunk, |w, camel| {
-            // a bare number is a value too (`2020`, `1150 points`)
-            let number = w.bytes().all(|b| b.is_ascii_digit());
-            out.push(QueryWord {
-                text: w.to_string(),
-                literal: literal || number,
-                camel,
-            });
-        });
+        out.push((chunk, literal));
     }
     out
+}
+
+/// `42`, `3.5`, `1,000` (punctuation around it aside).
+fn is_number(chunk: &str) -> bool {
+    let bare = chunk.trim_matches(|c: char| !c.is_alphanumeric());
+    bare.chars().any(|c| c.is_ascii_digit()) && bare.chars().all(|c| c.is_ascii_digit() || c == '.' || c == ',')
+}
+
+/// The query as the semantic arm reads it: without its literal values (quoted strings, paths,
+/// URLs, e-mail addresses, selectors, file names and bare numbers), which are data for the
+/// call, not words about the tool — `read ./test_project_root/requirements.txt` must not
+/// read as a request about projects. A query that is nothing but values stays whole.
+pub fn without_literals(query: &str) -> String {
+    let kept: Vec<&str> = marked_chunks(query)
+        .into_iter()
+        .filter(|(chunk, literal)| !literal && !is_number(chunk))
+        .map(|(chunk, _)| chunk)
+        .collect();
+    if kept.is_empty() {
+        query.trim().to_owned()
+    } else {
+        kept.join(" ")
+    }
 }
 
 /// One word of a query.

@@ -119,9 +119,14 @@ impl Index {
                 ));
             }
         }
+        let own = acc.bm25 + acc.pairs;
+        let source_evidence = (PARAMS.source_weight * acc.source).min(PARAMS.source_cap * own);
         let source = Explanation::new(
-            format!("source evidence ({} × source score)", PARAMS.source_weight),
-            PARAMS.source_weight * acc.source,
+            format!(
+                "source evidence ({} × source score, at most {} × the tool's own evidence)",
+                PARAMS.source_weight, PARAMS.source_cap
+            ),
+            source_evidence,
         );
         let cov = Index::coverage(&q, &acc);
         let name_cov = self.name_coverage(doc as u32, &acc);
@@ -134,7 +139,7 @@ impl Index {
             score,
         );
         ranking.add(
-            Explanation::new("evidence", acc.bm25 + acc.pairs + PARAMS.source_weight * acc.source)
+            Explanation::new("evidence", own + source_evidence)
                 .with(words)
                 .with(pairs)
                 .with(source),

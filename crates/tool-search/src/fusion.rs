@@ -1,105 +1,206 @@
-//! Hybrid search: the lexical ranking and the semantic arm's nearest tools, fused.
+//! Hybrid search: the lexical ranking and the semantic arm's nearest tools, fused by their
+//! normalised scores (see the crate docs, "Fusion").
 
+use super::explain::Explanation;
+use super::query::Prepared;
 use super::score::Lexical;
 use super::semantic::Vectors;
 use super::{Hit, Index};
 
 /// The semantic arm's input to one search: the tools' vectors (aligned with the index) and
-/// the query's vector.
+/// the query's vector (of [`crate::semantic::query_text`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Semantic<'a> {
     pub vectors: &'a Vectors,
     pub query: &'a [f32],
 }
 
+/// Fusion constants (one set for every catalog; `README.md` has what each measured).
 #[derive(Debug, Clone)]
-pub(crate) struct FusionParams {
+struct FusionParams {
     /// Candidates taken from each arm.
-    pub depth: usize,
-    /// Reciprocal-rank constant.
-    pub rrf_k: f64,
-    pub lexical_weight: f64,
-    pub semantic_weight: f64,
-    /// Below this cosine the semantic arm's best tool is no evidence.
-    pub min_similarity: f32,
+    depth: usize,
+    /// Weight of a tool's lexical score, as a share of the best lexical score.
+    lexical_weight: f64,
+    /// Weight of a tool's similarity, as a share of the best similarity above the floor.
+    semantic_weight: f64,
+    /// Similarities are measured from the `depth`-th nearest tool's, and never from below
+    /// this cosine: what every tool of a catalog shares is no evidence.
+    min_similarity: f64,
+    /// A request the lexical arm abstains on (or finds nothing for) is answered by the
+    /// semantic arm alone only when its best tool reaches this cosine.
+    confident_similarity: f64,
 }
 
-pub(crate) const FUSION: FusionParams = FusionParams {
+const FUSION: FusionParams = FusionParams {
     depth: 50,
-    rrf_k: 60.0,
     lexical_weight: 1.0,
-    semantic_weight: 1.0,
-    min_similarity: 0.3,
+    semantic_weight: 0.5,
+    min_similarity: 0.2,
+    confident_similarity: 0.4,
 };
+
+/// One tool's fused score and its two parts.
+#[derive(Debug, Clone, Copy, Default)]
+struct Parts {
+    lexical: f64,
+    semantic: f64,
+}
+
+/// Both arms' candidates for one query and how each weighs.
+struct Fused {
+    /// Name slots first (in order), then tools by fused score.
+    ranked: Vec<(usize, f64)>,
+    parts: crate::hashing::FxHashMap<usize, Parts>,
+    slots: usize,
+    semantic_used: bool,
+    floor: f64,
+    best_similarity: f64,
+}
 
 impl Index {
     /// [`Index::search`] with the semantic arm when `semantic` is given (and its vectors were
-    /// built for this index); lexical only otherwise.
+    /// built for this index); lexical only otherwise. `mcp_search`, the `search` and `eval`
+    /// commands and the CI floor tests all rank through here.
     pub fn search_hybrid(&self, query: &str, limit: usize, semantic: Option<Semantic<'_>>) -> Vec<Hit> {
-        let Some(sem) = semantic.filter(|s| s.vectors.len() == self.docs.len() && s.vectors.count() > 0) else {
+        let Some(sem) = self.usable(semantic) else {
             return self.search(query, limit);
         };
-        if limit == 0 || self.docs.is_empty() {
+        if limit == 0 {
             return Vec::new();
         }
-        let p = &FUSION;
-        let q = self.prepare(query);
-        let accs = self.accumulate(&q);
-        let lexical = self.rank_lexical(&q, &accs, p.depth.max(limit));
-        let near = sem.vectors.nearest(sem.query, p.depth.max(limit));
-        fuse(self, &lexical, &near, limit)
+        let fused = self.fuse(query, sem, limit);
+        fused
+            .ranked
+            .into_iter()
+            .take(limit)
+            .map(|(doc, score)| Hit { doc, score })
+            .collect()
     }
-}
 
-fn fuse(index: &Index, lexical: &Lexical, near: &[(usize, f32)], limit: usize) -> Vec<Hit> {
-    let p = &FUSION;
-    let n = index.docs.len();
-    let best_sim = near.first().map_or(f32::MIN, |h| h.1);
-    let semantic_counts = best_sim >= p.min_similarity;
-    if lexical.abstained && !semantic_counts {
-        return Vec::new();
-    }
-    let mut score = vec![0.0f64; 0];
-    score.resize(n, 0.0);
-    let mut touched: Vec<usize> = Vec::new();
-    for (r, h) in lexical.hits.iter().enumerate() {
-        if score[h.doc] == 0.0 {
-            touched.push(h.doc);
+    /// [`Index::explain`] for the hybrid search: the fused score of `doc`, its lexical and
+    /// semantic parts, and the lexical score's own tree below.
+    pub fn explain_hybrid(&self, query: &str, doc: usize, semantic: Option<Semantic<'_>>) -> Explanation {
+        let lexical_tree = self.explain(query, doc);
+        let Some(sem) = self.usable(semantic) else {
+            return Explanation::new("lexical only (no semantic vectors)", lexical_tree.value).with(lexical_tree);
+        };
+        let f = self.fuse(query, sem, self.docs.len());
+        let p = &FUSION;
+        if f.ranked.iter().take(f.slots).any(|&(d, _)| d == doc) {
+            let score = f.ranked.iter().find(|&&(d, _)| d == doc).map_or(0.0, |r| r.1);
+            return Explanation::new("name slot: the query spells this tool's name", score).with(lexical_tree);
         }
-        score[h.doc] += p.lexical_weight / (p.rrf_k + r as f64 + 1.0);
+        let parts = f.parts.get(&doc).copied().unwrap_or_default();
+        let similarity = sem.vectors.similarity(doc, sem.query).map_or(0.0, f64::from);
+        let mut root = Explanation::new(
+            "fused score = lexical part + semantic part",
+            f.ranked.iter().find(|&&(d, _)| d == doc).map_or(0.0, |r| r.1),
+        );
+        root.add(
+            Explanation::new(
+                format!("lexical part ({} × score / best lexical score)", p.lexical_weight),
+                parts.lexical,
+            )
+            .with(lexical_tree),
+        );
+        let semantic_note = if !f.semantic_used {
+            format!(
+                "semantic part: not used (the lexical arm abstained or found nothing, and the best similarity {:.3} is under {})",
+                f.best_similarity, p.confident_similarity
+            )
+        } else {
+            format!(
+                "semantic part ({} × (similarity − floor) / (best similarity − floor))",
+                p.semantic_weight
+            )
+        };
+        root.add(
+            Explanation::new(semantic_note, parts.semantic)
+                .with(Explanation::new("cosine similarity of tool and query", similarity))
+                .with(Explanation::new(
+                    format!(
+                        "floor (the {}th nearest tool's similarity, at least {})",
+                        p.depth, p.min_similarity
+                    ),
+                    f.floor,
+                ))
+                .with(Explanation::new("best similarity", f.best_similarity)),
+        );
+        root
     }
-    if semantic_counts {
-        for (r, &(d, sim)) in near.iter().enumerate() {
-            if sim < p.min_similarity {
-                break;
-            }
-            if score[d] == 0.0 {
-                touched.push(d);
-            }
-            score[d] += p.semantic_weight / (p.rrf_k + r as f64 + 1.0);
-        }
-    }
-    let slots: Vec<usize> = lexical.hits.iter().take(lexical.slots).map(|h| h.doc).collect();
-    let mut ranked: Vec<(f64, usize)> = touched
-        .into_iter()
-        .filter(|d| !slots.contains(d))
-        .map(|d| (score[d], d))
-        .collect();
-    ranked.sort_by(|a, b| {
-        b.0.total_cmp(&a.0)
-            .then_with(|| index.docs[a.1].name.cmp(&index.docs[b.1].name))
-            .then(a.1.cmp(&b.1))
-    });
-    let top = ranked.first().map_or(0.0, |r| r.0);
-    let mut hits: Vec<Hit> = slots
-        .iter()
-        .enumerate()
-        .map(|(i, &d)| Hit {
-            doc: d,
-            score: top + (slots.len() - i) as f64,
+
+    fn usable<'a>(&self, semantic: Option<Semantic<'a>>) -> Option<Semantic<'a>> {
+        semantic.filter(|s| {
+            !self.docs.is_empty()
+                && s.vectors.len() == self.docs.len()
+                && s.vectors.count() > 0
+                && s.query.len() == s.vectors.dim()
         })
-        .collect();
-    hits.extend(ranked.into_iter().map(|(s, d)| Hit { doc: d, score: s }));
-    hits.truncate(limit);
-    hits
+    }
+
+    fn fuse(&self, query: &str, sem: Semantic<'_>, limit: usize) -> Fused {
+        let p = &FUSION;
+        let depth = p.depth.max(limit).min(self.docs.len());
+        let q: Prepared = self.prepare(query);
+        let accs = self.accumulate(&q);
+        let lexical: Lexical = self.rank_lexical(&q, &accs, depth);
+        let near = sem.vectors.nearest(sem.query, depth);
+
+        let best_similarity = near.first().map_or(-1.0, |h| f64::from(h.1));
+        let floor = near
+            .last()
+            .map_or(p.min_similarity, |h| f64::from(h.1).max(p.min_similarity));
+        let slots = lexical.slots.min(lexical.hits.len());
+        let scored = &lexical.hits[slots..];
+        // the lexical arm's verdict that nothing serves a request stands unless the semantic
+        // arm is sure; otherwise any tool above the floor is evidence
+        let semantic_used = if lexical.abstained || scored.is_empty() {
+            best_similarity >= p.confident_similarity
+        } else {
+            best_similarity > floor
+        };
+
+        let mut parts: crate::hashing::FxHashMap<usize, Parts> = Default::default();
+        let lexical_top = scored.first().map_or(0.0, |h| h.score).max(1e-9);
+        for h in scored {
+            parts.entry(h.doc).or_default().lexical = p.lexical_weight * h.score / lexical_top;
+        }
+        if semantic_used {
+            let span = (best_similarity - floor).max(1e-9);
+            for &(d, sim) in &near {
+                let sim = f64::from(sim);
+                if sim <= floor {
+                    break;
+                }
+                parts.entry(d).or_default().semantic = p.semantic_weight * (sim - floor) / span;
+            }
+        }
+        let slot_docs: Vec<usize> = lexical.hits[..slots].iter().map(|h| h.doc).collect();
+        let mut ranked: Vec<(usize, f64)> = parts
+            .iter()
+            .filter(|(d, _)| !slot_docs.contains(d))
+            .map(|(&d, x)| (d, x.lexical + x.semantic))
+            .collect();
+        ranked.sort_by(|a, b| {
+            b.1.total_cmp(&a.1)
+                .then_with(|| self.docs[a.0].name.cmp(&self.docs[b.0].name))
+                .then(a.0.cmp(&b.0))
+        });
+        let top = ranked.first().map_or(0.0, |r| r.1);
+        let mut all: Vec<(usize, f64)> = slot_docs
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| (d, top + (slot_docs.len() - i) as f64))
+            .collect();
+        all.extend(ranked);
+        Fused {
+            ranked: all,
+            parts,
+            slots: slot_docs.len(),
+            semantic_used,
+            floor,
+            best_similarity,
+        }
+    }
 }

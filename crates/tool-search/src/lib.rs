@@ -336,6 +336,9 @@ struct Params {
     pair_weight: f64,
     /// Weight of the tool's source's own score.
     source_weight: f64,
+    /// Source evidence is at most this multiple of the tool's own evidence: a tool of a big
+    /// server ranks by its own text (the same tool listed by two marketplaces ties).
+    source_cap: f64,
     /// A tool missing the rarest word still qualifies with this share of the best coverage.
     gate_floor: f64,
     /// A short query's results below this share of the best score are dropped.
@@ -366,6 +369,7 @@ const PARAMS: Params = Params {
     coverage_power: 0.6,
     pair_weight: 0.6,
     source_weight: 0.8,
+    source_cap: 1.0,
     gate_floor: 0.2,
     relative_cut: 0.05,
     short_query_words: 4,

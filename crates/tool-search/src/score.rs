@@ -182,7 +182,8 @@ impl Index {
     pub(super) fn final_score(&self, q: &Prepared, doc: u32, acc: &Acc) -> f64 {
         let p = &PARAMS;
         let cov = Index::coverage(q, acc);
-        let evidence = acc.bm25 + acc.pairs + p.source_weight * acc.source;
+        let own = acc.bm25 + acc.pairs;
+        let evidence = own + (p.source_weight * acc.source).min(p.source_cap * own);
         evidence * cov.powf(p.coverage_power) + p.name_bonus * self.name_coverage(doc, acc) * cov
     }
 

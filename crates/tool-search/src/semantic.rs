@@ -40,6 +40,12 @@ pub fn embedding_text(t: &CatalogTool) -> String {
     }
 }
 
+/// The text a query is embedded as: its first [`crate::MAX_QUERY_CHARS`] characters without
+/// literal values ([`crate::analyzer::without_literals`]). Callers embed this, not the raw query.
+pub fn query_text(query: &str) -> String {
+    crate::analyzer::without_literals(crate::clip_query(query))
+}
+
 /// `github-create_issue` → `github create issue`; `getPullRequest` → `get Pull Request`.
 fn name_words(name: &str) -> String {
     let mut out = String::with_capacity(name.len() + 8);

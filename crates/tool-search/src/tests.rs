@@ -342,3 +342,140 @@ fn a_build_on_several_threads_equals_a_one_thread_build() {
         }
     }
 }
+
+// ---- hybrid search (hand-made vectors: one axis per tool, so similarities are chosen) ----
+
+/// Vectors where tool `i` points along axis `i`; a query vector mixes the axes it names.
+fn axis_vectors(n: usize) -> semantic::Vectors {
+    let rows: Vec<Vec<f32>> = (0..n)
+        .map(|i| {
+            let mut v = vec![0.0; n];
+            v[i] = 1.0;
+            v
+        })
+        .collect();
+    semantic::Vectors::build(n, n, |i| Some(rows[i].as_slice()))
+}
+
+fn query_vector(n: usize, weights: &[(usize, f32)]) -> Vec<f32> {
+    let mut v = vec![0.0f32; n];
+    for &(i, w) in weights {
+        v[i] = w;
+    }
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-9);
+    v.iter().map(|x| x / norm).collect()
+}
+
+fn position(tools: &[CatalogTool], name: &str) -> usize {
+    tools.iter().position(|t| t.tool.name == name).expect("tool in fixture")
+}
+
+#[test]
+fn the_semantic_arm_answers_a_need_in_other_words() {
+    let tools = catalog();
+    let index = Index::build(&tools);
+    let n = tools.len();
+    let vectors = axis_vectors(n);
+    // no word of the query is in the catalog: lexically nothing
+    let q = "grab an image of what the tab shows";
+    assert!(index.search(q, 5).is_empty());
+    let shot = position(&tools, "browser_take_screenshot");
+    let qv = query_vector(n, &[(shot, 0.9), (position(&tools, "browser_click"), 0.3)]);
+    let sem = Semantic {
+        vectors: &vectors,
+        query: &qv,
+    };
+    let hits = index.search_hybrid(q, 5, Some(sem));
+    assert_eq!(
+        names(&tools, &hits).first().map(String::as_str),
+        Some("browser_take_screenshot")
+    );
+    // under the confidence bar, a request the lexical arm cannot serve stays unanswered
+    let vague = query_vector(
+        n,
+        &[(shot, 0.3), (0, 0.3), (1, 0.3), (2, 0.3), (3, 0.3), (4, 0.3), (5, 0.3)],
+    );
+    let sem = Semantic {
+        vectors: &vectors,
+        query: &vague,
+    };
+    assert!(index.search_hybrid(q, 5, Some(sem)).is_empty());
+}
+
+#[test]
+fn names_the_query_spells_stay_first_whatever_the_semantic_arm_prefers() {
+    let tools = catalog();
+    let index = Index::build(&tools);
+    let n = tools.len();
+    let vectors = axis_vectors(n);
+    let qv = query_vector(n, &[(position(&tools, "github-list_issues"), 1.0)]);
+    let sem = Semantic {
+        vectors: &vectors,
+        query: &qv,
+    };
+    let hits = index.search_hybrid("github-create_issue", 5, Some(sem));
+    assert_eq!(names(&tools, &hits)[0], "github-create_issue");
+}
+
+#[test]
+fn both_arms_agreeing_outrank_either_alone() {
+    let tools = catalog();
+    let index = Index::build(&tools);
+    let n = tools.len();
+    let vectors = axis_vectors(n);
+    let create = position(&tools, "github-create_issue");
+    let list = position(&tools, "github-list_issues");
+    // lexically `list_issues` and `create_issue` both match `issue`; the vector says create
+    let qv = query_vector(n, &[(create, 0.8), (list, 0.2)]);
+    let sem = Semantic {
+        vectors: &vectors,
+        query: &qv,
+    };
+    let hits = index.search_hybrid("open an issue", 5, Some(sem));
+    assert_eq!(names(&tools, &hits)[0], "github-create_issue");
+    // the explanation's root is the score the search gave, with both parts below it
+    let e = index.explain_hybrid("open an issue", create, Some(sem));
+    assert!((e.value - hits[0].score).abs() < 1e-9, "{}", e.to_text());
+    assert_eq!(e.details.len(), 2);
+    let parts: f64 = e.details.iter().map(|d| d.value).sum();
+    assert!((parts - e.value).abs() < 1e-9);
+    assert!(e.details[1].value > 0.0, "the semantic part counts: {}", e.to_text());
+}
+
+#[test]
+fn vectors_of_another_catalog_or_dimension_leave_the_search_lexical() {
+    let tools = catalog();
+    let index = Index::build(&tools);
+    let lexical = index.search("create issue", 5);
+    let short = axis_vectors(3);
+    let qv = query_vector(3, &[(0, 1.0)]);
+    let sem = Semantic {
+        vectors: &short,
+        query: &qv,
+    };
+    assert_eq!(index.search_hybrid("create issue", 5, Some(sem)), lexical);
+    let full = axis_vectors(tools.len());
+    let sem = Semantic {
+        vectors: &full,
+        query: &qv,
+    };
+    assert_eq!(
+        index.search_hybrid("create issue", 5, Some(sem)),
+        lexical,
+        "query of another dimension"
+    );
+    assert_eq!(index.search_hybrid("create issue", 5, None), lexical);
+}
+
+#[test]
+fn the_semantic_arm_reads_the_request_without_its_values() {
+    assert_eq!(
+        semantic::query_text("Read the files at ./test_project_root/requirements.txt and 'a b' now, 42 times"),
+        "Read the files at and now, times"
+    );
+    assert_eq!(
+        semantic::query_text("https://example.com"),
+        "https://example.com",
+        "all values: kept whole"
+    );
+}

@@ -1,0 +1,165 @@
+//! Retrieval floors on every visible set (`../shared/bench/eval`), lexical only and with the
+//! semantic arm, through `eval`'s own code (`rank_all_with` → `Index::search_hybrid`, the path
+//! of `mcp_search`). Each floor is the figure measured when the ranking last changed, less a
+//! margin for float noise: a change that loses on any set fails here (README of
+//! `crates/tool-search` has the table).
+//!
+//! Skips with a message when `../shared/bench` is absent. The semantic floors need the model
+//! (`scripts/fetch-model.sh`) and the vectors cached by a release run of
+//! `mcp-search-proxy eval --all-visible --embed-model models/all-MiniLM-L6-v2` (a debug build
+//! would take hours to embed 13k tools); `scripts/test.sh` does both. Without them the
+//! semantic floors skip, unless `REQUIRE_PEERS=1` (CI), where they fail.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use mcp_search_proxy::cli::eval::rank_all_with;
+use mcp_search_proxy::cli::vectors::EvalEmbedder;
+use tool_search::catalog_file::load_catalog_path;
+use tool_search::eval::{self, Report};
+use tool_search::semantic::query_text;
+use tool_search::Index;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+fn bench() -> Option<PathBuf> {
+    let dir = root().join("../shared/bench");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("skipping: ../shared/bench not found");
+        None
+    }
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
+}
+
+fn required() -> bool {
+    std::env::var("REQUIRE_PEERS").as_deref() == Ok("1")
+}
+
+fn embedder() -> Option<EvalEmbedder> {
+    let model = root().join("models/all-MiniLM-L6-v2");
+    if !model.join("model.safetensors").is_file() {
+        assert!(!required(), "no model at {} but REQUIRE_PEERS=1", model.display());
+        eprintln!("skipping the semantic floors: no model (run scripts/fetch-model.sh)");
+        return None;
+    }
+    Some(EvalEmbedder::open_cache_only(&model, &target_dir().join("vector-cache")).expect("model loads"))
+}
+
+/// `(set, catalog, queries)` of every visible set.
+fn sets(b: &Path) -> Vec<(&'static str, PathBuf, PathBuf)> {
+    let eval = b.join("eval");
+    let shared = b.join("catalogs/deployment.json");
+    [
+        "deployment-dev",
+        "mcp_flow-dev",
+        "mcptoolbench",
+        "metatool-dev",
+        "seed-examples",
+        "toollens",
+    ]
+    .into_iter()
+    .map(|s| {
+        let own = eval.join(s).join("catalog.json");
+        let catalog = if own.is_file() { own } else { shared.clone() };
+        (s, catalog, eval.join(s).join("queries.json"))
+    })
+    .collect()
+}
+
+fn score(catalog: &Path, queries: &Path, embedder: Option<&mut EvalEmbedder>) -> Result<Report, String> {
+    let tools = load_catalog_path(catalog)?;
+    let queries = eval::load_queries(&std::fs::read_to_string(queries).map_err(|e| e.to_string())?)?;
+    let index = Index::build(&tools);
+    let names: Vec<String> = tools.iter().map(|t| t.tool.name.clone()).collect();
+    let ranked = match embedder {
+        None => rank_all_with(&index, &names, &queries, 10, None),
+        Some(e) => {
+            let vectors = e.tool_vectors(&tools)?;
+            let texts: Vec<String> = queries.iter().flat_map(|q| q.texts()).map(|t| query_text(&t)).collect();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let qv: HashMap<String, Vec<f32>> = e.query_vectors(&refs)?;
+            rank_all_with(&index, &names, &queries, 10, Some((&vectors, &qv)))
+        }
+    };
+    let scores: Vec<_> = queries
+        .iter()
+        .zip(&ranked)
+        .map(|(q, r)| eval::score_query(&q.groups(), r))
+        .collect();
+    Ok(eval::report(&queries, &scores))
+}
+
+/// Floors: (set, R@1, R@5) overall, measured at the commit that set them, less 0.005.
+const LEXICAL: [(&str, f64, f64); 6] = [
+    ("deployment-dev", 0.480, 0.683),
+    ("mcp_flow-dev", 0.016, 0.036),
+    ("mcptoolbench", 0.726, 0.906),
+    ("metatool-dev", 0.397, 0.616),
+    ("seed-examples", 0.939, 0.995),
+    ("toollens", 0.160, 0.346),
+];
+
+const HYBRID: [(&str, f64, f64); 6] = [
+    ("deployment-dev", 0.530, 0.773),
+    ("mcp_flow-dev", 0.053, 0.140),
+    ("mcptoolbench", 0.702, 0.906),
+    ("metatool-dev", 0.505, 0.736),
+    ("seed-examples", 0.884, 0.995),
+    ("toollens", 0.165, 0.359),
+];
+
+fn check(label: &str, floors: &[(&str, f64, f64)], mut embedder: Option<EvalEmbedder>, b: &Path) {
+    let mut failures = Vec::new();
+    for (set, catalog, queries) in sets(b) {
+        let report = match score(&catalog, &queries, embedder.as_mut()) {
+            Ok(r) => r,
+            Err(e) => panic!("{label} {set}: {e}"),
+        };
+        let o = &report.overall;
+        eprintln!(
+            "{label} {set}: R@1 {:.3} R@5 {:.3} MRR {:.3} zero {:?} abstain {:?}",
+            o.r1, o.r5, o.mrr, o.zero_result, o.abstain
+        );
+        let (_, r1, r5) = floors.iter().find(|f| f.0 == set).copied().unwrap_or((set, 0.0, 0.0));
+        if o.r1 < r1 || o.r5 < r5 {
+            failures.push(format!(
+                "{set}: R@1 {:.3} (floor {r1}), R@5 {:.3} (floor {r5})",
+                o.r1, o.r5
+            ));
+        }
+        if set == "deployment-dev" {
+            // the lexical arm's abstention on unanswerable requests must survive the fusion
+            let abstain = report.by_kind["unanswerable"].abstain.unwrap_or(0.0);
+            if abstain < 0.2 - 1e-9 {
+                failures.push(format!(
+                    "{set}: abstained on {abstain:.2} of unanswerable requests (floor 0.20)"
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{label} below its floors:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn lexical_floors_on_every_visible_set() {
+    let Some(b) = bench() else { return };
+    check("lexical", &LEXICAL, None, &b);
+}
+
+#[test]
+fn hybrid_floors_on_every_visible_set() {
+    let Some(b) = bench() else { return };
+    let Some(e) = embedder() else { return };
+    check("hybrid", &HYBRID, Some(e), &b);
+}
