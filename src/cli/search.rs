@@ -126,6 +126,8 @@ mod tests {
             catalog: PathBuf::from("/nonexistent.json"),
             limit: 3,
             explain: false,
+            embed_model: None,
+            vector_cache: PathBuf::from("target/vector-cache"),
             query: vec!["x".into()],
         };
         assert_eq!(bad.run(), ExitCode::from(2));
