@@ -1,5 +1,7 @@
-//! Lexical tool search (pure: no actix, no I/O): `Index::build(&[CatalogTool])` once per
-//! catalog, then `search(query, limit)`, `search_many` and `explain(query, doc)` against it.
+//! Tool search (pure: no actix, no I/O, no model): `Index::build(&[CatalogTool])` once per
+//! catalog, then `search(query, limit)` (lexical), `search_hybrid(query, limit, semantic)`
+//! (lexical fused with a sentence-embedding arm whose vectors the caller supplies),
+//! `search_many`, `explain` and `explain_hybrid` against it.
 //!
 //! # Layout
 //!
@@ -29,6 +31,11 @@
 //!   plus its adjacent word pairs and the tools whose name it spells.
 //! * `score`: accumulates a prepared query over the postings, then the ranking rules (gate,
 //!   coverage, name bonus, source evidence, abstention, name slots, cut).
+//! * [`semantic`]: the text a tool and a query are embedded as, the tools' [`semantic::Vectors`]
+//!   aligned with the index, cosine ranking. The vectors come from the `embed` crate (run by
+//!   the service's embedding actor, or by `eval`); this crate never runs the model.
+//! * `fusion`: [`Index::search_hybrid`] and [`Index::explain_hybrid`]: both arms' candidates,
+//!   fused (see "Fusion" below).
 //! * `explain`: [`Index::explain`] rebuilds one tool's score as a labelled tree
 //!   ([`Explanation`]), so "why is X above Y?" is answered by reading numbers.
 //! * [`eval`]: retrieval metrics (R@k, MRR, nDCG@5, abstention) shared by the `eval` command and
@@ -162,6 +169,27 @@
 //! ## Ties
 //!
 //! Equal scores break by tool name, then position: rankings do not depend on catalog order.
+//!
+//! ## Fusion
+//!
+//! A need put in other words than the tool's own (`put a meeting on my schedule`) is out of
+//! reach of any lexical rule; a sentence embedding reaches it. With vectors,
+//! [`Index::search_hybrid`] takes each arm's best 50 tools and scores each tool found by either
+//!
+//! ```text
+//! 1.0 × lexical score / best lexical score  +  0.5 × (similarity − floor) / (best similarity − floor)
+//! ```
+//!
+//! Both parts are shares of their arm's best, so neither arm's scale matters, and the floor —
+//! the 50th nearest tool's similarity, at least 0.2 — makes what every tool of a catalog shares
+//! with the query worth nothing: an arm's candidates count by how far they stand out. The
+//! lexical arm keeps what it does best: name slots stay first whatever the similarities; and
+//! when it abstains (a short request no tool covers) or finds nothing (no word of the query
+//! is in the catalog), the semantic arm answers alone only when its best tool reaches cosine
+//! 0.4, so a request for a capability the catalog lacks still gets nothing. The semantic arm
+//! reads the query without its literal values ([`semantic::query_text`]): a path or a quoted
+//! string is data for the call, not words about the tool. The semantic weight is half the
+//! lexical one because that is the largest at which no visible set loses (`README.md`).
 //!
 //! # Bounded work
 //!

@@ -8,7 +8,7 @@ use crate::model::CatalogTool;
 /// Characters of a description that can matter: the model reads 128 tokens (~500 characters
 /// of English) of a tool's text; the cut keeps a megabyte-long description from costing a
 /// megabyte-long tokenisation.
-const MAX_TEXT_CHARS: usize = 1200;
+pub const MAX_TEXT_CHARS: usize = 1200;
 
 /// The text a tool is embedded as: its name as words (`github-create_issue` → `github create
 /// issue`), its title when it says more than the name, and its description, cut at
