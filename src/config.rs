@@ -35,6 +35,7 @@ pub const MAX_CONNECTIONS: &str = "MAX_CONNECTIONS";
 pub const SHUTDOWN_GRACE_SEC: &str = "SHUTDOWN_GRACE_SEC";
 pub const REFRESH_MIN_INTERVAL_SEC: &str = "REFRESH_MIN_INTERVAL_SEC";
 pub const METRICS_PUBLIC: &str = "METRICS_PUBLIC";
+pub const EMBED_MODEL: &str = "EMBED_MODEL";
 
 pub const DEFAULT_PORT: u16 = 8092;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -123,6 +124,10 @@ pub struct Config {
     pub refresh_min_interval: Duration,
     /// `GET /metrics` without a client token even when `PROXY_TOKENS` is set.
     pub metrics_public: bool,
+    /// The sentence-embedding model's directory (`EMBED_MODEL`): enables the semantic arm of
+    /// the search. Not checked here: a model that cannot be loaded leaves the service running
+    /// lexical-only, said once with a WARN (see `proxy_actors::embedding`).
+    pub embed_model: Option<PathBuf>,
 }
 
 /// A configuration error, naming the variable at fault.
@@ -170,6 +175,7 @@ impl Config {
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             refresh_min_interval: proxy_actors::catalog::DEFAULT_MIN_REFRESH_INTERVAL,
             metrics_public: false,
+            embed_model: None,
         }
     }
 
@@ -380,6 +386,7 @@ impl Config {
             shutdown_grace,
             refresh_min_interval,
             metrics_public,
+            embed_model: get(EMBED_MODEL).map(PathBuf::from),
         })
     }
 }

@@ -141,13 +141,46 @@ fn search_args(args: &Map<String, Value>) -> Result<(Vec<String>, bool, usize), 
     Ok((queries, many, limit))
 }
 
-/// `mcp_search` over a snapshot.
+/// The semantic arm's input to one `mcp_search` call: the tools' vectors (built for the
+/// snapshot searched) and one vector per query, in the order of [`search_queries`].
+#[derive(Debug, Clone, Copy)]
+pub struct SearchVectors<'a> {
+    pub tools: &'a tool_search::semantic::Vectors,
+    pub queries: &'a [std::sync::Arc<[f32]>],
+}
+
+/// The queries a valid `mcp_search` call asks (as given, in order), for the caller to embed
+/// before [`search_with`]; `None` when the arguments are a usage error.
+pub fn search_queries(args: &Map<String, Value>) -> Option<Vec<String>> {
+    search_args(args).ok().map(|(queries, _, _)| queries)
+}
+
+/// `mcp_search` over a snapshot (lexical).
 pub fn search(snap: &Snapshot, args: &Map<String, Value>) -> Value {
+    search_with(snap, args, None)
+}
+
+/// `mcp_search` over a snapshot, with the semantic arm when `vectors` is given (hybrid ranking,
+/// `Index::search_hybrid`); a query without a vector, or vectors not built for this snapshot's
+/// index, are searched lexically.
+pub fn search_with(snap: &Snapshot, args: &Map<String, Value>, vectors: Option<SearchVectors<'_>>) -> Value {
     let (queries, many, limit) = match search_args(args) {
         Ok(x) => x,
         Err(e) => return usage_error(e),
     };
-    let answers: Vec<Value> = queries.iter().map(|q| search_one(snap, q, limit)).collect();
+    let answers: Vec<Value> = queries
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            let semantic = vectors.and_then(|v| {
+                v.queries.get(i).map(|query| tool_search::Semantic {
+                    vectors: v.tools,
+                    query,
+                })
+            });
+            search_one(snap, q, limit, semantic)
+        })
+        .collect();
     if many {
         result(json!({"queries": answers}), false)
     } else {
@@ -155,8 +188,11 @@ pub fn search(snap: &Snapshot, args: &Map<String, Value>) -> Value {
     }
 }
 
-fn search_one(snap: &Snapshot, query: &str, limit: usize) -> Value {
-    let hits = snap.index.search(query, limit);
+fn search_one(snap: &Snapshot, query: &str, limit: usize, semantic: Option<tool_search::Semantic<'_>>) -> Value {
+    let hits = match semantic {
+        Some(sem) => snap.index.search_hybrid(query, limit, Some(sem)),
+        None => snap.index.search(query, limit),
+    };
     let results: Vec<Value> = hits
         .iter()
         .filter_map(|h| snap.tools.get(h.doc))
