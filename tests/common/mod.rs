@@ -107,7 +107,33 @@ pub async fn start_proxy_with(
     settings: HttpSettings,
     limits: server::ServerLimits,
 ) -> TestProxy {
-    let proxy = Proxy::start(&upstreams, catalog, 1024 * 1024);
+    start_proxy_full(upstreams, catalog, settings, limits, None).await
+}
+
+/// [`start_proxy`] with the semantic arm's model directory (`EMBED_MODEL`).
+pub async fn start_proxy_semantic(
+    upstreams: Vec<UpstreamConfig>,
+    catalog: CatalogConfig,
+    embed_model: Option<std::path::PathBuf>,
+) -> TestProxy {
+    start_proxy_full(
+        upstreams,
+        catalog,
+        settings(),
+        server::ServerLimits::default(),
+        embed_model,
+    )
+    .await
+}
+
+async fn start_proxy_full(
+    upstreams: Vec<UpstreamConfig>,
+    catalog: CatalogConfig,
+    settings: HttpSettings,
+    limits: server::ServerLimits,
+    embed_model: Option<std::path::PathBuf>,
+) -> TestProxy {
+    let proxy = Proxy::start_with(&upstreams, catalog, 1024 * 1024, embed_model);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let state = proxy.app_state(settings);
