@@ -559,10 +559,15 @@ impl Metrics {
         self.search_duration.observe(latency.as_secs_f64());
     }
 
-    /// The semantic arm's coverage: `embedded` of the `tools` of the catalog it works on have a
-    /// vector.
+    /// The semantic arm published vectors for a catalog of `tools` tools, `embedded` of which
+    /// have one.
     pub fn semantic_coverage(&self, embedded: usize, tools: usize) {
         self.semantic_tools_embedded.set(embedded as i64);
+        self.semantic_tools.set(tools as i64);
+    }
+
+    /// The embedding actor took up a catalog of `tools` tools.
+    pub fn semantic_tools(&self, tools: usize) {
         self.semantic_tools.set(tools as i64);
     }
 

@@ -137,8 +137,7 @@ impl EmbeddingActor {
         self.running = Some(generation);
         let latest = self.latest.clone();
         let path = self.vectors_path.clone();
-        let state = self.published.borrow().clone();
-        let progress = state.progress.clone();
+        let progress = self.published.borrow().progress.clone();
         let metrics = self.metrics.clone();
         let model = self.model.clone();
         let work = move || {
@@ -147,7 +146,7 @@ impl EmbeddingActor {
             let todo = texts.missing(&store).len();
             progress.done.store(0, Ordering::Relaxed);
             progress.todo.store(todo, Ordering::Relaxed);
-            metrics.semantic_coverage(0, texts.len());
+            metrics.semantic_tools(texts.len());
             if todo > 0 {
                 log::info!(generation = generation, tools = texts.len(), to_embed = todo, cached = texts.len() - todo; "embedding started");
             }

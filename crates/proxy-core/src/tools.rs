@@ -585,6 +585,45 @@ mod tests {
     }
 
     #[test]
+    fn search_with_vectors_reaches_tools_lexical_search_cannot() {
+        let s = snap();
+        // A query sharing no word with any tool: lexical search answers nothing; with a query
+        // vector equal to `cal-list_events`'s, the semantic arm finds it.
+        let rows: Vec<Vec<f32>> = (0..s.tools.len())
+            .map(|i| (0..4).map(|j| if i == j { 1.0 } else { 0.0 }).collect())
+            .collect();
+        let doc = s.by_name["cal-list_events"];
+        let vectors = tool_search::semantic::Vectors::build(s.tools.len(), 4, |i| Some(&rows[i][..]));
+        let query: std::sync::Arc<[f32]> = std::sync::Arc::from(rows[doc].clone());
+        let a = args(json!({"query": "what is on my agenda"}));
+        assert_eq!(search(&s, &a)["structuredContent"]["results"], json!([]));
+        let queries = [query];
+        let with = SearchVectors {
+            tools: &vectors,
+            queries: &queries,
+        };
+        let r = search_with(&s, &a, Some(with));
+        assert_eq!(r["structuredContent"]["results"][0]["name"], "cal-list_events", "{r}");
+        assert_eq!(search_queries(&a), Some(vec!["what is on my agenda".to_string()]));
+        assert_eq!(
+            search_queries(&args(json!({"query": 3}))),
+            None,
+            "a usage error asks nothing"
+        );
+        // vectors built for another catalog are not used
+        let other = tool_search::semantic::Vectors::build(2, 4, |i| Some(&rows[i][..]));
+        let r = search_with(
+            &s,
+            &a,
+            Some(SearchVectors {
+                tools: &other,
+                queries: &queries,
+            }),
+        );
+        assert_eq!(r["structuredContent"]["results"], json!([]));
+    }
+
+    #[test]
     fn definitions_are_small_and_stable() {
         let text = definitions().to_string();
         assert!(text.len() <= 2000, "tools/list is {} chars", text.len());
