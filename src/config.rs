@@ -835,6 +835,24 @@ mod tests {
     }
 
     #[test]
+    fn embed_model_is_a_path_and_empty_means_lexical_only() {
+        assert_eq!(cfg(&[(UPSTREAMS, "http://a/mcp")]).unwrap().embed_model, None);
+        assert_eq!(
+            cfg(&[(UPSTREAMS, "http://a/mcp"), (EMBED_MODEL, " ")])
+                .unwrap()
+                .embed_model,
+            None
+        );
+        // not checked here: a directory that cannot be loaded turns the arm off at start
+        assert_eq!(
+            cfg(&[(UPSTREAMS, "http://a/mcp"), (EMBED_MODEL, "/no/such/model")])
+                .unwrap()
+                .embed_model,
+            Some(PathBuf::from("/no/such/model"))
+        );
+    }
+
+    #[test]
     fn the_demo_reads_port_and_logging_with_the_same_rules() {
         let demo = |vars: &[(&str, &str)]| {
             let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
