@@ -7,6 +7,11 @@
 //! caller's: the HTTP layer sends the prepared call to the owning upstream actor and shapes its
 //! outcome with [`relayed`] or [`upstream_failure`]. Errors the model can fix come back as
 //! `isError` results that say what to do next.
+//!
+//! `mcp_search` is hybrid when the caller passes the semantic arm's vectors ([`search_with`],
+//! [`SearchVectors`]: the tools' vectors built for this snapshot and one vector per query from
+//! [`search_queries`]); computing them is the caller's (a model runs elsewhere), so this stays
+//! pure. Without them, and for the suggestions of `mcp_describe`/`mcp_call`, search is lexical.
 
 use serde_json::{json, Map, Value};
 
