@@ -39,6 +39,7 @@ pub const METRICS_PUBLIC: &str = "METRICS_PUBLIC";
 pub const UPSTREAM_CA_FILE: &str = "UPSTREAM_CA_FILE";
 // HTTPS_PROXY / HTTP_PROXY / NO_PROXY (and their lower-case forms): see
 // `proxy_actors::upstream::egress`, which owns their names and rules.
+pub const EMBED_MODEL: &str = "EMBED_MODEL";
 
 pub const DEFAULT_PORT: u16 = 8092;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -131,6 +132,10 @@ pub struct Config {
     pub upstream_ca: Option<proxy_actors::upstream::tls::CaFile>,
     /// Egress proxies for upstream connections (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`).
     pub egress: proxy_actors::upstream::egress::Egress,
+    /// The sentence-embedding model's directory (`EMBED_MODEL`): enables the semantic arm of
+    /// the search. Not checked here: a model that cannot be loaded leaves the service running
+    /// lexical-only, said once with a WARN (see `proxy_actors::embedding`).
+    pub embed_model: Option<PathBuf>,
 }
 
 /// A configuration error, naming the variable at fault.
@@ -180,6 +185,7 @@ impl Config {
             metrics_public: false,
             upstream_ca: None,
             egress: Default::default(),
+            embed_model: None,
         }
     }
 
@@ -405,6 +411,7 @@ impl Config {
             shutdown_grace,
             refresh_min_interval,
             metrics_public,
+            embed_model: get(EMBED_MODEL).map(PathBuf::from),
         })
     }
 }
@@ -850,6 +857,24 @@ mod tests {
         );
         let e = cfg(&[(UPSTREAMS, "http://a/mcp"), (METRICS_PUBLIC, "public")]).unwrap_err();
         assert_eq!(e.var, METRICS_PUBLIC);
+    }
+
+    #[test]
+    fn embed_model_is_a_path_and_empty_means_lexical_only() {
+        assert_eq!(cfg(&[(UPSTREAMS, "http://a/mcp")]).unwrap().embed_model, None);
+        assert_eq!(
+            cfg(&[(UPSTREAMS, "http://a/mcp"), (EMBED_MODEL, " ")])
+                .unwrap()
+                .embed_model,
+            None
+        );
+        // not checked here: a directory that cannot be loaded turns the arm off at start
+        assert_eq!(
+            cfg(&[(UPSTREAMS, "http://a/mcp"), (EMBED_MODEL, "/no/such/model")])
+                .unwrap()
+                .embed_model,
+            Some(PathBuf::from("/no/such/model"))
+        );
     }
 
     #[test]

@@ -13,6 +13,10 @@
 //!                               │     (published the same way), calls in flight to cancel
 //!                               ├─► RetrievalTracker (http::retrieval): each client's last
 //!                               │     search, for retrieval telemetry (fire and forget)
+//!                               ├─► QueryEmbedder (proxy-actors, with EMBED_MODEL): query
+//!                               │     vectors for mcp_search (2 s bound, else lexical)
+//!                               │   EmbeddingActor: follows the snapshots, embeds new tools,
+//!                               │     publishes each generation's vectors ┄┄► handlers
 //!                               └─► UpstreamActor × N (proxy-actors): session, token,
 //!                                     timeouts, retries ──► upstream MCP servers
 //! ```
@@ -36,7 +40,8 @@
 //!
 //! The other crates: `mcp-wire` (the protocol as data), `tool-search` (the index),
 //! `proxy-core` (the four tools as pure functions, the snapshot, the manifest),
-//! `proxy-actors` (the two actors), `demo-upstream` (the embedded demo server).
+//! `proxy-actors` (the catalog, upstream and embedding actors), `embed` (the sentence-embedding
+//! model and the vector store), `demo-upstream` (the embedded demo server).
 
 #![forbid(unsafe_code)]
 

@@ -9,6 +9,7 @@ use actix::{Actor, Addr, Arbiter};
 use actix_web::{web, App, HttpServer};
 
 use proxy_actors::catalog::{CatalogActor, CatalogConfig, UpstreamHandle};
+use proxy_actors::embedding::{self, EmbeddingConfig, SemanticState};
 use proxy_actors::upstream::{Network, UpstreamActor, UpstreamSpec};
 
 use crate::config::{Config, UpstreamConfig};
@@ -22,17 +23,32 @@ pub struct Proxy {
     pub upstreams: Vec<UpstreamHandle>,
     /// The process's metrics, shared by the actors and the HTTP layer.
     pub metrics: std::sync::Arc<proxy_actors::metrics::Metrics>,
+    /// The semantic arm's state (off, or its query embedder and each generation's vectors).
+    pub semantic: tokio::sync::watch::Receiver<SemanticState>,
     arbiters: Vec<Arbiter>,
 }
 
 impl Proxy {
-    /// Starts the actors. Must run inside an actix `System`. `network`: how upstream
-    /// connections are made (TLS trust, egress proxies; see [`network`]).
+    /// Starts the actors, lexical search only. Must run inside an actix `System`. `network`:
+    /// how upstream connections are made (TLS trust, egress proxies; see [`network`]).
     pub fn start(
         upstreams: &[UpstreamConfig],
         catalog_cfg: CatalogConfig,
         max_result_bytes: usize,
         network: &Network,
+    ) -> Proxy {
+        Proxy::start_with(upstreams, catalog_cfg, max_result_bytes, network, None)
+    }
+
+    /// Starts the actors, with the semantic arm when `embed_model` is given (its vectors are
+    /// kept beside the manifest, see [`embedding::vectors_path`]). Must run inside an actix
+    /// `System`.
+    pub fn start_with(
+        upstreams: &[UpstreamConfig],
+        catalog_cfg: CatalogConfig,
+        max_result_bytes: usize,
+        network: &Network,
+        embed_model: Option<std::path::PathBuf>,
     ) -> Proxy {
         // The manifest is read once: it seeds the catalog and tells each upstream actor the
         // era its upstream spoke last time.
@@ -69,12 +85,18 @@ impl Proxy {
             });
         }
         let metrics = catalog_cfg.metrics.clone();
+        let embedding_cfg = EmbeddingConfig {
+            model: embed_model,
+            vectors_path: catalog_cfg.manifest_path.as_deref().map(embedding::vectors_path),
+        };
         let catalog = CatalogActor::with_manifest(catalog_cfg, handles.clone(), manifest);
         let snapshots = catalog.subscribe();
         let catalog = catalog.start();
+        let semantic = embedding::start(embedding_cfg, snapshots.clone(), metrics.clone());
         Proxy {
             catalog,
             snapshots,
+            semantic,
             upstreams: handles,
             metrics,
             arbiters,
@@ -93,6 +115,7 @@ impl Proxy {
             map,
             settings,
             self.metrics.clone(),
+            self.semantic.clone(),
         ))
     }
 
@@ -235,7 +258,13 @@ pub async fn drain(handle: &actix_web::dev::ServerHandle, state: &web::Data<AppS
 /// Runs the service until SIGINT/SIGTERM.
 pub async fn run(cfg: Config, listener: TcpListener) -> std::io::Result<()> {
     let network = network(&cfg)?;
-    let proxy = Proxy::start(&cfg.upstreams, catalog_config(&cfg), cfg.max_result_bytes, &network);
+    let proxy = Proxy::start_with(
+        &cfg.upstreams,
+        catalog_config(&cfg),
+        cfg.max_result_bytes,
+        &network,
+        cfg.embed_model.clone(),
+    );
     let addr = listener.local_addr()?;
     if cfg.client_tokens.is_empty() && !addr.ip().is_loopback() {
         log::warn!(addr = addr.to_string().as_str(); "no client authentication: anyone who can reach this address can use every upstream credential (ALLOW_UNAUTHENTICATED=true)");

@@ -27,6 +27,11 @@
 //!     snapshot (by upstream label), the change journal, the reports, the effective TTL and its
 //!     jitter; it writes the manifest.
 //!
+//! - [`embedding`]: the semantic arm of the search: `EmbeddingActor` (loads the model off the
+//!   actix threads, embeds the tools each new snapshot adds, persists their vectors beside the
+//!   manifest, publishes a `SemanticIndex` per generation) and `QueryEmbedder` (query vectors
+//!   on a `SyncArbiter` thread, with an LRU cache); its pure core, `embedding/plan.rs`.
+//!
 //! - [`metrics`]: the process's metrics (`Metrics`, shared as `Arc<Metrics>` by the HTTP layer
 //!   and the actors), their bounded labels, the one mapping from `UpstreamError` to an error
 //!   kind, and the OpenMetrics text of `GET /metrics`.
@@ -39,5 +44,6 @@
 #![forbid(unsafe_code)]
 
 pub mod catalog;
+pub mod embedding;
 pub mod metrics;
 pub mod upstream;

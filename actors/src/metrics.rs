@@ -236,6 +236,8 @@ const SEARCH_BUCKETS: [f64; 13] = [
 const REFRESH_BUCKETS: [f64; 13] = [
     0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
 ];
+/// Query embedding latency buckets, in seconds: 1 ms to 2.5 s (the search's timeout is 2 s).
+const QUERY_EMBEDDING_BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5];
 /// Searches a caller made before a call.
 const SEARCHES_PER_CALL_BUCKETS: [f64; 7] = [0.0, 1.0, 2.0, 3.0, 5.0, 8.0, 13.0];
 
@@ -286,6 +288,11 @@ struct RankLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SourceLabels {
     source: String,
 }
@@ -315,6 +322,32 @@ pub struct Metrics {
     search_duration: Histogram,
     retrieval_calls: Family<RankLabels, Counter>,
     searches_per_call: Histogram,
+    semantic_tools_embedded: Gauge,
+    semantic_tools: Gauge,
+    query_embedding_duration: Histogram,
+    searches_lexical_fallback: Family<ReasonLabels, Counter>,
+}
+
+/// Why a search with the semantic arm configured was answered lexically only, the `reason`
+/// label of `mcp_proxy_searches_lexical_fallback_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FallbackReason {
+    /// The model is loading, or the vectors of the searched catalog are not ready yet.
+    NotReady,
+    /// The query vector did not come within the timeout.
+    Timeout,
+    /// Embedding the query failed.
+    Error,
+}
+
+impl FallbackReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FallbackReason::NotReady => "not_ready",
+            FallbackReason::Timeout => "timeout",
+            FallbackReason::Error => "error",
+        }
+    }
 }
 
 impl std::fmt::Debug for Metrics {
@@ -405,8 +438,36 @@ impl Metrics {
             "mcp_search calls a caller made since its previous mcp_call, observed at each mcp_call",
             searches_per_call.clone(),
         );
+        let semantic_tools_embedded = Gauge::default();
+        registry.register(
+            "semantic_tools_embedded",
+            "Tools of the catalog the semantic arm searches that have a vector (0 while the first vectors are computed, or without EMBED_MODEL)",
+            semantic_tools_embedded.clone(),
+        );
+        let semantic_tools = Gauge::default();
+        registry.register(
+            "semantic_tools",
+            "Tools of the newest catalog the embedding actor has taken up",
+            semantic_tools.clone(),
+        );
+        let query_embedding_duration = Histogram::new(QUERY_EMBEDDING_BUCKETS);
+        registry.register(
+            "query_embedding_duration_seconds",
+            "Time an mcp_search waited for its query vectors (cache hits included; timeouts counted at the timeout)",
+            query_embedding_duration.clone(),
+        );
+        let searches_lexical_fallback = Family::default();
+        registry.register(
+            "searches_lexical_fallback",
+            "mcp_search calls answered lexically only although EMBED_MODEL is set, by reason (not_ready, timeout, error)",
+            searches_lexical_fallback.clone(),
+        );
         Metrics {
             registry,
+            semantic_tools_embedded,
+            semantic_tools,
+            query_embedding_duration,
+            searches_lexical_fallback,
             requests,
             tool_calls,
             tool_call_duration,
@@ -499,6 +560,32 @@ impl Metrics {
         self.searches.inc_by(queries);
         self.searches_empty.inc_by(empty);
         self.search_duration.observe(latency.as_secs_f64());
+    }
+
+    /// The semantic arm published vectors for a catalog of `tools` tools, `embedded` of which
+    /// have one.
+    pub fn semantic_coverage(&self, embedded: usize, tools: usize) {
+        self.semantic_tools_embedded.set(embedded as i64);
+        self.semantic_tools.set(tools as i64);
+    }
+
+    /// The embedding actor took up a catalog of `tools` tools.
+    pub fn semantic_tools(&self, tools: usize) {
+        self.semantic_tools.set(tools as i64);
+    }
+
+    /// An `mcp_search` waited `latency` for its query vectors.
+    pub fn query_embedding(&self, latency: Duration) {
+        self.query_embedding_duration.observe(latency.as_secs_f64());
+    }
+
+    /// An `mcp_search` was answered lexically only although the semantic arm is configured.
+    pub fn lexical_fallback(&self, reason: FallbackReason) {
+        self.searches_lexical_fallback
+            .get_or_create(&ReasonLabels {
+                reason: reason.as_str(),
+            })
+            .inc();
     }
 
     /// An `mcp_call`, seen against the caller's last search.

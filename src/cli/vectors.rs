@@ -9,11 +9,7 @@ use embed::store::{text_key, VectorStore};
 use embed::Embedder;
 use tool_search::model::CatalogTool;
 use tool_search::semantic::{embedding_text, Vectors};
-
-/// Tokens of a tool's text the model reads (the service cuts at the same length).
-pub const TOOL_MAX_TOKENS: usize = 128;
-/// Tokens of a query the model reads.
-pub const QUERY_MAX_TOKENS: usize = 256;
+pub use tool_search::semantic::{QUERY_MAX_TOKENS, TOOL_MAX_TOKENS};
 
 pub struct EvalEmbedder {
     embedder: Embedder,

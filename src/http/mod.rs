@@ -86,6 +86,9 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Remembers each client's last search for retrieval telemetry.
     pub retrieval: Addr<retrieval::RetrievalTracker>,
+    /// The semantic arm, published by the embedding actor: the query embedder and the tool
+    /// vectors of a snapshot generation (or why it is off).
+    pub semantic: tokio::sync::watch::Receiver<proxy_actors::embedding::SemanticState>,
 }
 
 impl AppState {
@@ -95,6 +98,7 @@ impl AppState {
         upstreams: HashMap<String, Addr<UpstreamActor>>,
         settings: HttpSettings,
         metrics: Arc<Metrics>,
+        semantic: tokio::sync::watch::Receiver<proxy_actors::embedding::SemanticState>,
     ) -> AppState {
         let client_sessions = sessions::ClientSessions::default();
         let ended_sessions = client_sessions.ended();
@@ -109,6 +113,7 @@ impl AppState {
             lifecycle: tokio::sync::watch::channel(Lifecycle::Serving).0,
             retrieval: actix::Actor::start(retrieval::RetrievalTracker::new(metrics.clone())),
             metrics,
+            semantic,
         }
     }
 

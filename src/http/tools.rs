@@ -1,20 +1,28 @@
 //! Runs the four tools: the pure parts come from `proxy_core::tools`; relaying a call to the
 //! upstream actor that owns the tool and refreshing the catalog are messages to actors.
 //!
+//! `mcp_search` asks the query embedder for its queries' vectors (bounded wait, see
+//! [`QUERY_EMBEDDING_TIMEOUT`]) when the semantic arm has vectors for the snapshot searched,
+//! and otherwise searches lexically.
+//!
 //! Measured here: each relayed call by upstream, tool and outcome, its latency and the calls in
-//! flight; each search's queries, empty answers and latency; and, through the
+//! flight; each search's queries, empty answers and latency; the query embedding's wait and the
+//! searches that fell back to lexical; and, through the
 //! [`retrieval`](super::retrieval) tracker, how calls relate to the caller's last search. A
 //! relayed call carries its trace upstream (`traceparent` header and `_meta`, see
 //! `mcp_wire::trace`).
 
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
 use mcp_wire::trace::CallTrace;
 use proxy_actors::catalog::{Refresh, RefreshReason};
-use proxy_actors::metrics::{CallOutcome, NO_UPSTREAM, OTHER};
+use proxy_actors::embedding::{EmbedQueries, Phase, SemanticIndex};
+use proxy_actors::metrics::{CallOutcome, FallbackReason, NO_UPSTREAM, OTHER};
 use proxy_actors::upstream::{CallTool, CancelToken, UpstreamError};
+use proxy_core::catalog::Snapshot;
 use proxy_core::tools::{self, Prepared, CALL, DESCRIBE, REFRESH, SEARCH};
 
 use super::retrieval::{self, ClientKey};
@@ -59,7 +67,13 @@ pub async fn call(state: &AppState, name: &str, args: Value, meta: Option<Value>
     Some(match name {
         SEARCH => {
             let started = Instant::now();
-            let result = tools::search(&state.snapshot(), &args);
+            let snap = state.snapshot();
+            let semantic = query_vectors(state, &snap, &args).await;
+            let vectors = semantic.as_ref().map(|(index, queries)| tools::SearchVectors {
+                tools: &index.vectors,
+                queries,
+            });
+            let result = tools::search_with(&snap, &args, vectors);
             record_search(state, &result, started, relay.client);
             result
         }
@@ -210,6 +224,60 @@ impl Drop for PendingCall {
     fn drop(&mut self) {
         self.record(CallOutcome::Cancelled);
     }
+}
+
+/// How long a search waits for its query vectors before it answers lexically.
+pub const QUERY_EMBEDDING_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The semantic arm's input for an `mcp_search` on `snap`: the tool vectors built for it and
+/// the queries' vectors from the query embedder. `None` (lexical) when the arm is off, its
+/// vectors are not ready for this snapshot, or the query vectors fail or are late (counted,
+/// logged at debug; never an error to the client).
+async fn query_vectors(
+    state: &AppState,
+    snap: &Snapshot,
+    args: &Map<String, Value>,
+) -> Option<(Arc<SemanticIndex>, Vec<Arc<[f32]>>)> {
+    let (index, embedder) = {
+        let sem = state.semantic.borrow();
+        if matches!(sem.phase, Phase::Off(_)) {
+            return None;
+        }
+        match (sem.index_for(snap.generation), &sem.query) {
+            (Some(index), Some(query)) => (index.clone(), query.clone()),
+            _ => {
+                if tools::search_queries(args).is_some() {
+                    state.metrics.lexical_fallback(FallbackReason::NotReady);
+                }
+                return None;
+            }
+        }
+    };
+    let queries = tools::search_queries(args)?;
+    let started = Instant::now();
+    let asked = embedder.send(EmbedQueries {
+        queries,
+        deadline: started + QUERY_EMBEDDING_TIMEOUT,
+    });
+    let outcome = tokio::time::timeout(QUERY_EMBEDDING_TIMEOUT, asked).await;
+    state.metrics.query_embedding(started.elapsed());
+    let reason = match outcome {
+        Ok(Ok(Ok(vectors))) => return Some((index, vectors)),
+        Ok(Ok(Err(error))) => {
+            log::debug!(error = error.as_str(); "query embedding failed; lexical search");
+            FallbackReason::Error
+        }
+        Ok(Err(_)) => {
+            log::debug!(error = "query embedder stopped"; "query embedding failed; lexical search");
+            FallbackReason::Error
+        }
+        Err(_) => {
+            log::debug!(timeout_ms = QUERY_EMBEDDING_TIMEOUT.as_millis() as u64; "query embedding timed out; lexical search");
+            FallbackReason::Timeout
+        }
+    };
+    state.metrics.lexical_fallback(reason);
+    None
 }
 
 /// Counts a search's queries and empty answers, its latency, and tells the retrieval tracker

@@ -108,7 +108,7 @@ pub async fn start_proxy_with(
     limits: server::ServerLimits,
 ) -> TestProxy {
     let network = proxy_actors::upstream::Network::direct().expect("the TLS configuration builds");
-    start_proxy_on(upstreams, catalog, settings, limits, &network).await
+    start_proxy_full(upstreams, catalog, settings, limits, &network, None).await
 }
 
 /// [`start_proxy_with`] with the upstream network (TLS trust, egress proxies) given.
@@ -119,7 +119,36 @@ pub async fn start_proxy_on(
     limits: server::ServerLimits,
     network: &proxy_actors::upstream::Network,
 ) -> TestProxy {
-    let proxy = Proxy::start(&upstreams, catalog, 1024 * 1024, network);
+    start_proxy_full(upstreams, catalog, settings, limits, network, None).await
+}
+
+/// [`start_proxy`] with the semantic arm's model directory (`EMBED_MODEL`).
+pub async fn start_proxy_semantic(
+    upstreams: Vec<UpstreamConfig>,
+    catalog: CatalogConfig,
+    embed_model: Option<std::path::PathBuf>,
+) -> TestProxy {
+    let network = proxy_actors::upstream::Network::direct().expect("the TLS configuration builds");
+    start_proxy_full(
+        upstreams,
+        catalog,
+        settings(),
+        server::ServerLimits::default(),
+        &network,
+        embed_model,
+    )
+    .await
+}
+
+async fn start_proxy_full(
+    upstreams: Vec<UpstreamConfig>,
+    catalog: CatalogConfig,
+    settings: HttpSettings,
+    limits: server::ServerLimits,
+    network: &proxy_actors::upstream::Network,
+    embed_model: Option<std::path::PathBuf>,
+) -> TestProxy {
+    let proxy = Proxy::start_with(&upstreams, catalog, 1024 * 1024, network, embed_model);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let state = proxy.app_state(settings);

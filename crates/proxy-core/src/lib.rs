@@ -3,8 +3,9 @@
 //! # Layout
 //!
 //! - [`tools`]: the four tools the proxy exposes (`mcp_search`, `mcp_describe`, `mcp_call`,
-//!   `mcp_refresh`): their fixed definitions, argument parsing, search and describe rendering,
-//!   call preparation (resolve → repair → validate) and result shapes.
+//!   `mcp_refresh`): their fixed definitions, argument parsing, search (lexical, or hybrid with
+//!   the semantic arm's vectors passed in) and describe rendering, call preparation (resolve →
+//!   repair → validate) and result shapes.
 //! - [`catalog`]: admission of upstream tools, the snapshot (merge, policy, index, routing),
 //!   name resolution and the manifest.
 //! - [`args`]: argument repair and JSON Schema validation.

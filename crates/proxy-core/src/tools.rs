@@ -7,6 +7,11 @@
 //! caller's: the HTTP layer sends the prepared call to the owning upstream actor and shapes its
 //! outcome with [`relayed`] or [`upstream_failure`]. Errors the model can fix come back as
 //! `isError` results that say what to do next.
+//!
+//! `mcp_search` is hybrid when the caller passes the semantic arm's vectors ([`search_with`],
+//! [`SearchVectors`]: the tools' vectors built for this snapshot and one vector per query from
+//! [`search_queries`]); computing them is the caller's (a model runs elsewhere), so this stays
+//! pure. Without them, and for the suggestions of `mcp_describe`/`mcp_call`, search is lexical.
 
 use serde_json::{json, Map, Value};
 
@@ -141,13 +146,46 @@ fn search_args(args: &Map<String, Value>) -> Result<(Vec<String>, bool, usize), 
     Ok((queries, many, limit))
 }
 
-/// `mcp_search` over a snapshot.
+/// The semantic arm's input to one `mcp_search` call: the tools' vectors (built for the
+/// snapshot searched) and one vector per query, in the order of [`search_queries`].
+#[derive(Debug, Clone, Copy)]
+pub struct SearchVectors<'a> {
+    pub tools: &'a tool_search::semantic::Vectors,
+    pub queries: &'a [std::sync::Arc<[f32]>],
+}
+
+/// The queries a valid `mcp_search` call asks (as given, in order), for the caller to embed
+/// before [`search_with`]; `None` when the arguments are a usage error.
+pub fn search_queries(args: &Map<String, Value>) -> Option<Vec<String>> {
+    search_args(args).ok().map(|(queries, _, _)| queries)
+}
+
+/// `mcp_search` over a snapshot (lexical).
 pub fn search(snap: &Snapshot, args: &Map<String, Value>) -> Value {
+    search_with(snap, args, None)
+}
+
+/// `mcp_search` over a snapshot, with the semantic arm when `vectors` is given (hybrid ranking,
+/// `Index::search_hybrid`); a query without a vector, or vectors not built for this snapshot's
+/// index, are searched lexically.
+pub fn search_with(snap: &Snapshot, args: &Map<String, Value>, vectors: Option<SearchVectors<'_>>) -> Value {
     let (queries, many, limit) = match search_args(args) {
         Ok(x) => x,
         Err(e) => return usage_error(e),
     };
-    let answers: Vec<Value> = queries.iter().map(|q| search_one(snap, q, limit)).collect();
+    let answers: Vec<Value> = queries
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            let semantic = vectors.and_then(|v| {
+                v.queries.get(i).map(|query| tool_search::Semantic {
+                    vectors: v.tools,
+                    query,
+                })
+            });
+            search_one(snap, q, limit, semantic)
+        })
+        .collect();
     if many {
         result(json!({"queries": answers}), false)
     } else {
@@ -155,8 +193,11 @@ pub fn search(snap: &Snapshot, args: &Map<String, Value>) -> Value {
     }
 }
 
-fn search_one(snap: &Snapshot, query: &str, limit: usize) -> Value {
-    let hits = snap.index.search(query, limit);
+fn search_one(snap: &Snapshot, query: &str, limit: usize, semantic: Option<tool_search::Semantic<'_>>) -> Value {
+    let hits = match semantic {
+        Some(sem) => snap.index.search_hybrid(query, limit, Some(sem)),
+        None => snap.index.search(query, limit),
+    };
     let results: Vec<Value> = hits
         .iter()
         .filter_map(|h| snap.tools.get(h.doc))
@@ -546,6 +587,45 @@ mod tests {
 
     fn args(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn search_with_vectors_reaches_tools_lexical_search_cannot() {
+        let s = snap();
+        // A query sharing no word with any tool: lexical search answers nothing; with a query
+        // vector equal to `cal-list_events`'s, the semantic arm finds it.
+        let rows: Vec<Vec<f32>> = (0..s.tools.len())
+            .map(|i| (0..4).map(|j| if i == j { 1.0 } else { 0.0 }).collect())
+            .collect();
+        let doc = s.by_name["cal-list_events"];
+        let vectors = tool_search::semantic::Vectors::build(s.tools.len(), 4, |i| Some(&rows[i][..]));
+        let query: std::sync::Arc<[f32]> = std::sync::Arc::from(rows[doc].clone());
+        let a = args(json!({"query": "what is on my agenda"}));
+        assert_eq!(search(&s, &a)["structuredContent"]["results"], json!([]));
+        let queries = [query];
+        let with = SearchVectors {
+            tools: &vectors,
+            queries: &queries,
+        };
+        let r = search_with(&s, &a, Some(with));
+        assert_eq!(r["structuredContent"]["results"][0]["name"], "cal-list_events", "{r}");
+        assert_eq!(search_queries(&a), Some(vec!["what is on my agenda".to_string()]));
+        assert_eq!(
+            search_queries(&args(json!({"query": 3}))),
+            None,
+            "a usage error asks nothing"
+        );
+        // vectors built for another catalog are not used
+        let other = tool_search::semantic::Vectors::build(2, 4, |i| Some(&rows[i][..]));
+        let r = search_with(
+            &s,
+            &a,
+            Some(SearchVectors {
+                tools: &other,
+                queries: &queries,
+            }),
+        );
+        assert_eq!(r["structuredContent"]["results"], json!([]));
     }
 
     #[test]

@@ -5,6 +5,16 @@
 
 use crate::model::CatalogTool;
 
+/// Tokens of a tool's text the model reads (special tokens included): 98% of real tools fit,
+/// and the rest embed ~1.7x faster than at 256 (see the `embed` crate's measurements). The
+/// service's embedding actor and the `eval` command cut at the same length, so their vectors
+/// are the same.
+pub const TOOL_MAX_TOKENS: usize = 128;
+
+/// Tokens of a query the model reads (the model's own length; a query is clipped at
+/// [`MAX_QUERY_CHARS`](crate::MAX_QUERY_CHARS) characters first).
+pub const QUERY_MAX_TOKENS: usize = 256;
+
 /// Characters of a description that can matter: the model reads 128 tokens (~500 characters
 /// of English) of a tool's text; the cut keeps a megabyte-long description from costing a
 /// megabyte-long tokenisation.
