@@ -107,12 +107,12 @@ const LEXICAL: [(&str, f64, f64); 6] = [
 ];
 
 const HYBRID: [(&str, f64, f64); 6] = [
-    ("deployment-dev", 0.530, 0.773),
-    ("mcp_flow-dev", 0.053, 0.140),
-    ("mcptoolbench", 0.702, 0.906),
-    ("metatool-dev", 0.505, 0.736),
+    ("deployment-dev", 0.527, 0.767),
+    ("mcp_flow-dev", 0.088, 0.184),
+    ("mcptoolbench", 0.716, 0.902),
+    ("metatool-dev", 0.520, 0.753),
     ("seed-examples", 0.884, 0.995),
-    ("toollens", 0.165, 0.359),
+    ("toollens", 0.172, 0.356),
 ];
 
 fn check(label: &str, floors: &[(&str, f64, f64)], mut embedder: Option<EvalEmbedder>, b: &Path) {

@@ -22,8 +22,14 @@ struct FusionParams {
     depth: usize,
     /// Weight of a tool's lexical score, as a share of the best lexical score.
     lexical_weight: f64,
-    /// Weight of a tool's similarity, as a share of the best similarity above the floor.
+    /// Weight of a tool's similarity, as a share of the best similarity above the floor ...
     semantic_weight: f64,
+    /// ... plus this much times the share of the request the lexical arm's best tool did not
+    /// cover (its words matched nowhere, or only in other tools).
+    uncovered_weight: f64,
+    /// The lexical arm's best tool stays first when its runner-up scores under this share of
+    /// it.
+    lexical_lead: f64,
     /// Similarities are measured from the `depth`-th nearest tool's, and never from below
     /// this cosine: what every tool of a catalog shares is no evidence.
     min_similarity: f64,
@@ -36,6 +42,8 @@ const FUSION: FusionParams = FusionParams {
     depth: 50,
     lexical_weight: 1.0,
     semantic_weight: 0.5,
+    uncovered_weight: 0.5,
+    lexical_lead: 0.7,
     min_similarity: 0.2,
     confident_similarity: 0.4,
 };
@@ -49,13 +57,16 @@ struct Parts {
 
 /// Both arms' candidates for one query and how each weighs.
 struct Fused {
-    /// Name slots first (in order), then tools by fused score.
+    /// Kept first (name slots, then a leading lexical winner), then tools by fused score.
     ranked: Vec<(usize, f64)>,
     parts: crate::hashing::FxHashMap<usize, Parts>,
+    /// How many of `ranked` are kept first.
     slots: usize,
     semantic_used: bool,
     floor: f64,
     best_similarity: f64,
+    /// The semantic part's weight for this query.
+    semantic_weight: f64,
 }
 
 impl Index {
@@ -89,7 +100,14 @@ impl Index {
         let p = &FUSION;
         if f.ranked.iter().take(f.slots).any(|&(d, _)| d == doc) {
             let score = f.ranked.iter().find(|&&(d, _)| d == doc).map_or(0.0, |r| r.1);
-            return Explanation::new("name slot: the query spells this tool's name", score).with(lexical_tree);
+            return Explanation::new(
+                format!(
+                    "kept first by the lexical arm: the query spells this tool's name, or its lexical score leads the runner-up's by more than 1/{}",
+                    p.lexical_lead
+                ),
+                score,
+            )
+            .with(lexical_tree);
         }
         let parts = f.parts.get(&doc).copied().unwrap_or_default();
         let similarity = sem.vectors.similarity(doc, sem.query).map_or(0.0, f64::from);
@@ -111,8 +129,8 @@ impl Index {
             )
         } else {
             format!(
-                "semantic part ({} × (similarity − floor) / (best similarity − floor))",
-                p.semantic_weight
+                "semantic part ({:.3} × (similarity − floor) / (best similarity − floor); weight {} + {} × share of the request the best lexical tool left uncovered)",
+                f.semantic_weight, p.semantic_weight, p.uncovered_weight
             )
         };
         root.add(
@@ -166,6 +184,10 @@ impl Index {
         for h in scored {
             parts.entry(h.doc).or_default().lexical = p.lexical_weight * h.score / lexical_top;
         }
+        // the less of the request the lexical arm's best tool covers, the more the semantic
+        // arm is trusted
+        let uncovered = 1.0 - lexical.best_coverage.clamp(0.0, 1.0);
+        let ws = p.semantic_weight + p.uncovered_weight * uncovered;
         if semantic_used {
             let span = (best_similarity - floor).max(1e-9);
             for &(d, sim) in &near {
@@ -173,10 +195,19 @@ impl Index {
                 if sim <= floor {
                     break;
                 }
-                parts.entry(d).or_default().semantic = p.semantic_weight * (sim - floor) / span;
+                parts.entry(d).or_default().semantic = ws * (sim - floor) / span;
             }
         }
-        let slot_docs: Vec<usize> = lexical.hits[..slots].iter().map(|h| h.doc).collect();
+        let mut slot_docs: Vec<usize> = lexical.hits[..slots].iter().map(|h| h.doc).collect();
+        // a lexical winner that stands out (a rare identifier, most of a name) stays first
+        let leads = match scored {
+            [] => false,
+            [_] => true,
+            [first, second, ..] => second.score < p.lexical_lead * first.score,
+        };
+        if leads {
+            slot_docs.push(scored[0].doc);
+        }
         let mut ranked: Vec<(usize, f64)> = parts
             .iter()
             .filter(|(d, _)| !slot_docs.contains(d))
@@ -201,6 +232,7 @@ impl Index {
             semantic_used,
             floor,
             best_similarity,
+            semantic_weight: ws,
         }
     }
 }

@@ -177,20 +177,25 @@
 //! [`Index::search_hybrid`] takes each arm's best 50 tools and scores each tool found by either
 //!
 //! ```text
-//! 1.0 × lexical score / best lexical score  +  0.5 × (similarity − floor) / (best similarity − floor)
+//! lexical score / best lexical score  +  w × (similarity − floor) / (best similarity − floor)
+//! w = 0.5 + 0.5 × (share of the request the best lexical tool left uncovered)
 //! ```
 //!
 //! Both parts are shares of their arm's best, so neither arm's scale matters, and the floor —
 //! the 50th nearest tool's similarity, at least 0.2 — makes what every tool of a catalog shares
 //! with the query worth nothing: an arm's candidates count by how far they stand out. The
-//! lexical arm keeps what it does best: name slots stay first whatever the similarities; and
-//! when it abstains (a short request no tool covers) or finds nothing (no word of the query
-//! is in the catalog), the semantic arm answers alone only when its best tool reaches cosine
-//! 0.4, so a request for a capability the catalog lacks still gets nothing. The semantic arm
-//! reads the query without its literal values ([`semantic::query_text`]): a path or a quoted
-//! string is data for the call, not words about the tool. The semantic weight is half the
-//! lexical one because that is the largest at which no visible set loses (`README.md`).
-//!
+//! semantic weight grows as the lexical arm's best tool covers less of the request: a request
+//! whose words all meet one tool is lexical ground, a paraphrase or a long request in its own
+//! words is the embedding's. The lexical arm keeps what it does best: name slots stay first,
+//! and so does a lexical winner that stands out (its runner-up scores under 70% of it: a rare
+//! identifier, most of a name); when it abstains (a short request no tool covers) or finds
+//! nothing (no word of the query is in the catalog), the semantic arm answers alone only when
+//! its best tool reaches cosine 0.4, so a request for a capability the catalog lacks still gets
+//! nothing. The semantic arm reads the query without its literal values
+//! ([`semantic::query_text`]): a path or a quoted string is data for the call, not words about
+//! the tool. The constants are the largest semantic weights at which no visible set loses
+//! beyond noise (`README.md`).
+
 //! # Bounded work
 //!
 //! A query or a catalog may come from an attacker (a model relaying a user's text; an upstream

@@ -237,7 +237,9 @@ impl Index {
         }
         scored.sort_by(by_score);
         let mut abstained = false;
+        let mut best_coverage = 0.0;
         if let Some(&(_, _, i)) = scored.first() {
+            best_coverage = Index::coverage(q, &accs[i].1);
             if Index::abstains(q, &accs[i].1) {
                 scored.clear();
                 abstained = true;
@@ -278,6 +280,7 @@ impl Index {
             hits,
             slots: slots.len(),
             abstained,
+            best_coverage,
         }
     }
 }
@@ -290,6 +293,8 @@ pub(super) struct Lexical {
     pub slots: usize,
     /// The best tool covered too little of a short request: nothing is returned.
     pub abstained: bool,
+    /// Share of the query's importance the best-scored tool matched (before abstention).
+    pub best_coverage: f64,
 }
 
 /// A pair counts at the weight of the best field it occurs in, capped at 1 (a description).

@@ -479,3 +479,25 @@ fn the_semantic_arm_reads_the_request_without_its_values() {
         "all values: kept whole"
     );
 }
+
+#[test]
+fn a_lexical_winner_that_stands_out_stays_first() {
+    let tools = catalog();
+    let index = Index::build(&tools);
+    let n = tools.len();
+    let vectors = axis_vectors(n);
+    let lexical = index.search("gmail profile", 5);
+    assert_eq!(names(&tools, &lexical)[0], "gmail-get_profile");
+    assert!(
+        lexical.len() == 1 || lexical[1].score < 0.7 * lexical[0].score,
+        "{lexical:?}"
+    );
+    // the semantic arm prefers another tool outright; the lexical winner keeps rank 1
+    let qv = query_vector(n, &[(position(&tools, "calendar-list-events"), 1.0)]);
+    let sem = Semantic {
+        vectors: &vectors,
+        query: &qv,
+    };
+    let hits = index.search_hybrid("gmail profile", 5, Some(sem));
+    assert_eq!(names(&tools, &hits)[0], "gmail-get_profile");
+}
