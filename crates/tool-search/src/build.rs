@@ -185,18 +185,21 @@ fn weigh(
     n_terms: usize,
     params: &Params,
 ) -> (Vec<Vec<Posting>>, Vec<Vec<(u32, f32)>>) {
-    let n = docs.len().max(1) as f64;
     let terms_of = |d: usize| &doc_terms[doc_starts[d]..doc_starts[d + 1]];
 
-    // BM25F: length-normalise each field against its own average, weight, then saturate.
+    // BM25F: length-normalise each field against its own average, weight, then saturate. The
+    // average is over the tools that have the field: most tools of some catalogs have no title
+    // or parameters, and counting them as empty makes every real one look long.
     let mut avg = [0f64; FIELDS];
+    let mut have = [0usize; FIELDS];
     for l in doc_lens {
         for f in 0..FIELDS {
             avg[f] += l[f] as f64;
+            have[f] += usize::from(l[f] > 0);
         }
     }
-    for a in &mut avg {
-        *a = (*a / n).max(1.0);
+    for (a, h) in avg.iter_mut().zip(have) {
+        *a = (*a / h.max(1) as f64).max(1.0);
     }
     // each term's postings allocated once, at its document frequency
     let mut df = vec![0usize; n_terms];
@@ -205,7 +208,10 @@ fn weigh(
     }
     let mut postings: Vec<Vec<Posting>> = df.into_iter().map(Vec::with_capacity).collect();
     for (d, lens) in doc_lens.iter().enumerate() {
-        let norm: [f64; FIELDS] = std::array::from_fn(|f| 1.0 - params.b[f] + params.b[f] * lens[f] as f64 / avg[f]);
+        let norm: [f64; FIELDS] = std::array::from_fn(|f| {
+            let ratio = lens[f] as f64 / avg[f];
+            (1.0 - params.b[f] + params.b[f] * ratio).max(ratio / params.damp_beyond[f])
+        });
         for (t, tf) in terms_of(d) {
             let mut tilde = 0.0;
             let mut fields = 0u8;
@@ -502,8 +508,12 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
                         if let Some(d) = &p.description {
                             add(d);
                         }
-                        // the values a parameter accepts are words a request may carry
-                        // (`news`, `france`, `markdown`)
+                    }
+                }
+                Field::ParamValue => {
+                    // the values a parameter accepts are words a request may carry
+                    // (`news`, `france`, `markdown`)
+                    for p in &schema.params {
                         for e in &p.enum_values {
                             add(e);
                         }

@@ -74,22 +74,26 @@
 //!
 //! ## Fields and BM25F
 //!
-//! A tool is indexed under six fields: its own name (without a `server-` prefix), its source,
-//! its title, its description, its parameter names, and its parameter descriptions together
-//! with the values each parameter's `enum` lists (`news`, `france`, `markdown` are words a
-//! request carries). The field weights are name 4, title = description = parameter names 2,
-//! parameter descriptions 1.6, source 1.5: a name says most about what a tool is, and parameter
-//! text counts because requests carry the argument values a schema describes (`zip code`,
+//! A tool is indexed under seven fields: its own name (without a `server-` prefix), its source,
+//! its title, its description, its parameter names, its parameter descriptions, and the values
+//! its parameters' `enum`s list (`news`, `france`, `markdown` are words a request carries). The
+//! field weights are name 4, title = description = parameter names 2, parameter descriptions =
+//! parameter values 1.6, source 1.5: a name says most about what a tool is, and parameter text
+//! counts because requests carry the argument values a schema describes (`zip code`,
 //! `latitude`).
 //!
-//! Each field's frequency is length-normalised against that field's own average before the
-//! fields are weighted, summed and saturated once (k1 1.5), so one long description cannot
-//! drown a name. Normalisation b is 0.85, but 1 for descriptions (a verbose one mentions much in
-//! passing) and 0 for parameter descriptions (separate texts, one per parameter: their length
-//! counts parameters, not verbosity). The saturated frequency is stored in the posting; idf
-//! multiplies it at query time, raised to the power 0.7, because long requests are full of rare
-//! incidental words and a full-strength idf lets one of them outvote the request's real
-//! subject.
+//! Each field's frequency is length-normalised against that field's own average (over the tools
+//! that have the field) before the fields are weighted, summed and saturated once (k1 1.5), so
+//! one long text cannot drown a name. Normalisation b is 0.85, but 1 for descriptions (a verbose
+//! one mentions much in passing), and 0 for parameter descriptions (separate texts, one per
+//! parameter: their length counts parameters, not verbosity) and for parameter values (every
+//! value an `enum` lists is a whole answer, however many it lists). Parameter descriptions that
+//! run beyond 3 × their average length are damped in proportion to their length all the same:
+//! a schema whose parameter descriptions run to pages mentions every generic word of a pasted
+//! request (`analyze`, `detailed`, `insights`) and would otherwise answer all of them. The
+//! saturated frequency is stored in the posting; idf multiplies it at query time, raised to the
+//! power 0.7, because long requests are full of rare incidental words and a full-strength idf
+//! lets one of them outvote the request's real subject.
 //!
 //! Every source is also indexed as one document (all its tools together, with its own idf),
 //! and 0.8 × the source's score joins each of its tools' evidence: a request's words are often
@@ -306,9 +310,11 @@ enum Field {
     Param = 4,
     /// Descriptions of the top-level parameters.
     ParamDescription = 5,
+    /// The values the top-level parameters' `enum`s list.
+    ParamValue = 6,
 }
 
-const FIELDS: usize = 6;
+const FIELDS: usize = 7;
 const ALL_FIELDS: [Field; FIELDS] = [
     Field::Name,
     Field::Source,
@@ -316,6 +322,7 @@ const ALL_FIELDS: [Field; FIELDS] = [
     Field::Description,
     Field::Param,
     Field::ParamDescription,
+    Field::ParamValue,
 ];
 
 impl Field {
@@ -330,6 +337,7 @@ impl Field {
             Field::Description => "description",
             Field::Param => "parameter name",
             Field::ParamDescription => "parameter description",
+            Field::ParamValue => "parameter value",
         }
     }
     /// Fields that label a tool (as opposed to describing it).
@@ -343,6 +351,9 @@ struct Params {
     k1: f64,
     /// BM25 length normalisation of each field (indexed by `Field as usize`).
     b: [f64; FIELDS],
+    /// A field longer than this multiple of its average is damped in proportion to its
+    /// length, whatever its `b` (indexed by `Field as usize`; infinite: never).
+    damp_beyond: [f64; FIELDS],
     /// Length normalisation of a source read as one document.
     source_b: f64,
     /// BM25F weight of each field (indexed by `Field as usize`).
@@ -387,10 +398,20 @@ struct Params {
 const PARAMS: Params = Params {
     k1: 1.5,
     // descriptions fully normalised (a verbose one mentions much in passing); parameter
-    // descriptions not at all (a list of separate texts: its length counts parameters)
-    b: [0.85, 0.85, 0.85, 1.0, 0.85, 0.0],
+    // descriptions not (separate texts, one per parameter: their length counts parameters)
+    // until they run to pages; enum values not at all (a list of whole answers)
+    b: [0.85, 0.85, 0.85, 1.0, 0.85, 0.0, 0.0],
+    damp_beyond: [
+        f64::INFINITY,
+        f64::INFINITY,
+        f64::INFINITY,
+        f64::INFINITY,
+        f64::INFINITY,
+        3.0,
+        f64::INFINITY,
+    ],
     source_b: 0.85,
-    field_weight: [4.0, 1.5, 2.0, 2.0, 2.0, 1.6],
+    field_weight: [4.0, 1.5, 2.0, 2.0, 2.0, 1.6, 1.6],
     idf_power: 0.7,
     alias_weight: 0.5,
     foreign_weight: 0.9,

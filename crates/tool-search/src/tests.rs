@@ -501,3 +501,38 @@ fn a_lexical_winner_that_stands_out_stays_first() {
     let hits = index.search_hybrid("gmail profile", 5, Some(sem));
     assert_eq!(names(&tools, &hits)[0], "gmail-get_profile");
 }
+
+#[test]
+fn parameter_descriptions_that_run_to_pages_weigh_less() {
+    // the same word once in an ordinary parameter description and once in one that runs to
+    // pages (far beyond 3 x the catalog's average): without damping they would tie, and the
+    // verbose tool would win the tie by name
+    let filler: Vec<String> = (0..300).map(|i| format!("w{i}")).collect();
+    let mut tools = vec![
+        format!(
+            r#"{{"name": "aaa-verbose", "description": "Run a step",
+              "inputSchema": {{"type": "object", "properties": {{"step": {{"type": "string",
+                "description": "Report the insights of this step. {}"}}}}}}}}"#,
+            filler.join(" ")
+        ),
+        r#"{"name": "zzz-short", "description": "Run a step",
+           "inputSchema": {"type": "object", "properties": {"step": {"type": "string",
+             "description": "Report the insights of this step"}}}}"#
+            .to_string(),
+    ];
+    // a catalog's ordinary tools: one short parameter description each
+    for s in [
+        "weather", "maps", "stocks", "music", "mail", "calendar", "files", "chat",
+    ] {
+        tools.push(format!(
+            r#"{{"name": "{s}-get", "description": "Get {s}",
+              "inputSchema": {{"type": "object", "properties": {{"id": {{"type": "string", "description": "The {s} id"}}}}}}}}"#
+        ));
+    }
+    let catalog = format!(r#"{{"tools": [{}]}}"#, tools.join(","));
+    let tools = load_catalog(&catalog).expect("fixture parses");
+    let index = Index::build(&tools);
+    let hits = index.search("insights", 5);
+    assert_eq!(names(&tools, &hits), ["zzz-short", "aaa-verbose"]);
+    assert!(hits[1].score < 0.8 * hits[0].score, "{hits:?}");
+}
