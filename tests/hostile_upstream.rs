@@ -278,24 +278,6 @@ fn cfg(label: &str, url: &str, timeout: Duration) -> mcp_search_proxy::config::U
     c
 }
 
-fn report_of<'a>(refresh: &'a Value, label: &str) -> &'a Value {
-    let sc = &refresh["structuredContent"];
-    let ups = sc["upstreams"]
-        .as_array()
-        .or_else(|| sc["error"]["upstreams"].as_array())
-        .unwrap_or_else(|| panic!("no upstream reports: {refresh}"));
-    ups.iter()
-        .find(|u| u["label"] == label)
-        .unwrap_or_else(|| panic!("no report for {label}: {refresh}"))
-}
-
-fn error_message(r: &Value) -> String {
-    r["structuredContent"]["error"]["message"]
-        .as_str()
-        .unwrap_or_else(|| panic!("not an error result: {r}"))
-        .to_string()
-}
-
 // ---------------------------------------------------------------------------------------------
 // 4: a hung handshake never wedges the upstream
 // ---------------------------------------------------------------------------------------------

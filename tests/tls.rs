@@ -204,24 +204,6 @@ fn egress_via(port: u16, credentials: Option<&str>, no_proxy: &str) -> Egress {
 // Helpers on the proxy's answers
 // ---------------------------------------------------------------------------------------------
 
-fn report_of<'a>(refresh: &'a Value, label: &str) -> &'a Value {
-    let sc = &refresh["structuredContent"];
-    let ups = sc["upstreams"]
-        .as_array()
-        .or_else(|| sc["error"]["upstreams"].as_array())
-        .unwrap_or_else(|| panic!("no upstream reports: {refresh}"));
-    ups.iter()
-        .find(|u| u["label"] == label)
-        .unwrap_or_else(|| panic!("no report for {label}: {refresh}"))
-}
-
-fn error_message(r: &Value) -> String {
-    r["structuredContent"]["error"]["message"]
-        .as_str()
-        .unwrap_or_else(|| panic!("not an error result: {r}"))
-        .to_string()
-}
-
 async fn start(url: &str, network: &Network, manifest: Option<std::path::PathBuf>) -> TestProxy {
     start_proxy_on(
         vec![upstream_config("sec", url)],

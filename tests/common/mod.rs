@@ -240,3 +240,23 @@ pub async fn get(url: &str) -> (u16, String) {
     let bytes = resp.body().await.unwrap_or_default();
     (status, String::from_utf8_lossy(&bytes).into_owned())
 }
+
+/// An `mcp_refresh` result's report for the upstream `label` (on success or in its error).
+pub fn report_of<'a>(refresh: &'a Value, label: &str) -> &'a Value {
+    let sc = &refresh["structuredContent"];
+    let ups = sc["upstreams"]
+        .as_array()
+        .or_else(|| sc["error"]["upstreams"].as_array())
+        .unwrap_or_else(|| panic!("no upstream reports: {refresh}"));
+    ups.iter()
+        .find(|u| u["label"] == label)
+        .unwrap_or_else(|| panic!("no report for {label}: {refresh}"))
+}
+
+/// The message of an `isError` result from the proxy's four tools.
+pub fn error_message(r: &Value) -> String {
+    r["structuredContent"]["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not an error result: {r}"))
+        .to_string()
+}

@@ -366,6 +366,11 @@ fn query_vector(n: usize, weights: &[(usize, f32)]) -> Vec<f32> {
     v.iter().map(|x| x / norm).collect()
 }
 
+/// The semantic arm's input for one search.
+fn arm<'a>(vectors: &'a semantic::Vectors, query: &'a [f32]) -> Semantic<'a> {
+    Semantic { vectors, query }
+}
+
 fn position(tools: &[CatalogTool], name: &str) -> usize {
     tools.iter().position(|t| t.tool.name == name).expect("tool in fixture")
 }
@@ -381,10 +386,7 @@ fn the_semantic_arm_answers_a_need_in_other_words() {
     assert!(index.search(q, 5).is_empty());
     let shot = position(&tools, "browser_take_screenshot");
     let qv = query_vector(n, &[(shot, 0.9), (position(&tools, "browser_click"), 0.3)]);
-    let sem = Semantic {
-        vectors: &vectors,
-        query: &qv,
-    };
+    let sem = arm(&vectors, &qv);
     let hits = index.search_hybrid(q, 5, Some(sem));
     assert_eq!(
         names(&tools, &hits).first().map(String::as_str),
@@ -395,10 +397,7 @@ fn the_semantic_arm_answers_a_need_in_other_words() {
         n,
         &[(shot, 0.3), (0, 0.3), (1, 0.3), (2, 0.3), (3, 0.3), (4, 0.3), (5, 0.3)],
     );
-    let sem = Semantic {
-        vectors: &vectors,
-        query: &vague,
-    };
+    let sem = arm(&vectors, &vague);
     assert!(index.search_hybrid(q, 5, Some(sem)).is_empty());
 }
 
@@ -409,10 +408,7 @@ fn names_the_query_spells_stay_first_whatever_the_semantic_arm_prefers() {
     let n = tools.len();
     let vectors = axis_vectors(n);
     let qv = query_vector(n, &[(position(&tools, "github-list_issues"), 1.0)]);
-    let sem = Semantic {
-        vectors: &vectors,
-        query: &qv,
-    };
+    let sem = arm(&vectors, &qv);
     let hits = index.search_hybrid("github-create_issue", 5, Some(sem));
     assert_eq!(names(&tools, &hits)[0], "github-create_issue");
 }
@@ -427,10 +423,7 @@ fn both_arms_agreeing_outrank_either_alone() {
     let list = position(&tools, "github-list_issues");
     // lexically `list_issues` and `create_issue` both match `issue`; the vector says create
     let qv = query_vector(n, &[(create, 0.8), (list, 0.2)]);
-    let sem = Semantic {
-        vectors: &vectors,
-        query: &qv,
-    };
+    let sem = arm(&vectors, &qv);
     let hits = index.search_hybrid("open an issue", 5, Some(sem));
     assert_eq!(names(&tools, &hits)[0], "github-create_issue");
     // the explanation's root is the score the search gave, with both parts below it
@@ -449,16 +442,10 @@ fn vectors_of_another_catalog_or_dimension_leave_the_search_lexical() {
     let lexical = index.search("create issue", 5);
     let short = axis_vectors(3);
     let qv = query_vector(3, &[(0, 1.0)]);
-    let sem = Semantic {
-        vectors: &short,
-        query: &qv,
-    };
+    let sem = arm(&short, &qv);
     assert_eq!(index.search_hybrid("create issue", 5, Some(sem)), lexical);
     let full = axis_vectors(tools.len());
-    let sem = Semantic {
-        vectors: &full,
-        query: &qv,
-    };
+    let sem = arm(&full, &qv);
     assert_eq!(
         index.search_hybrid("create issue", 5, Some(sem)),
         lexical,
@@ -494,10 +481,7 @@ fn a_lexical_winner_that_stands_out_stays_first() {
     );
     // the semantic arm prefers another tool outright; the lexical winner keeps rank 1
     let qv = query_vector(n, &[(position(&tools, "calendar-list-events"), 1.0)]);
-    let sem = Semantic {
-        vectors: &vectors,
-        query: &qv,
-    };
+    let sem = arm(&vectors, &qv);
     let hits = index.search_hybrid("gmail profile", 5, Some(sem));
     assert_eq!(names(&tools, &hits)[0], "gmail-get_profile");
 }
