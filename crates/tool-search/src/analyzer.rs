@@ -28,7 +28,11 @@ pub fn query_words(query: &str) -> Vec<QueryWord> {
     let mut out = Vec::new();
     let mut tok = Tokenizer::default();
     for (chunk, literal) in marked_chunks(query) {
+        let syntax = url_syntax(chunk);
         tok.for_each_word_marked(chunk, |w, camel| {
+            if syntax.iter().any(|s| s.eq_ignore_ascii_case(w)) {
+                return;
+            }
             // a bare number is a value too (`2020`, `1150 points`)
             let number = w.bytes().all(|b| b.is_ascii_digit());
             out.push(QueryWord {
@@ -71,6 +75,31 @@ fn marked_chunks(query: &str) -> Vec<(&str, bool)> {
         }
         literal |= is_literal_chunk(chunk);
         out.push((chunk, literal));
+    }
+    out
+}
+
+/// The words of a web address that are its syntax rather than its content: the scheme
+/// (`https`), `www` and the top-level domain (`com`, `org`, `io`) of
+/// `https://www.linkedin.com/in/johndoe`. Every URL carries them, so they say nothing about
+/// which tool is meant — and documentation links in tool descriptions would match them.
+fn url_syntax(chunk: &str) -> Vec<&str> {
+    let c = chunk.trim_matches(|c: char| !c.is_alphanumeric() && c != '/' && c != ':' && c != '.');
+    let (scheme, rest) = match c.split_once("://") {
+        Some((scheme, rest)) if !scheme.is_empty() && scheme.bytes().all(|b| b.is_ascii_alphabetic()) => {
+            (Some(scheme), rest)
+        }
+        _ if c.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("www.")) && c.len() > 4 => (None, c),
+        _ => return Vec::new(),
+    };
+    let host = rest.split(['/', '?', '#', ':']).next().unwrap_or("");
+    let mut out: Vec<&str> = scheme.into_iter().collect();
+    let labels: Vec<&str> = host.split('.').filter(|l| !l.is_empty()).collect();
+    if labels.len() >= 2 {
+        if labels[0].eq_ignore_ascii_case("www") {
+            out.push(labels[0]);
+        }
+        out.push(labels[labels.len() - 1]);
     }
     out
 }

@@ -9,7 +9,7 @@ use crate::hashing::{FxHashMap, FxHashSet};
 
 use super::analyzer::{is_stop_word, Analyzer, Tokenizer};
 use super::{
-    names, pair_key, tool_part, Doc, Field, Index, PairTable, Params, Posting, Term, ALL_FIELDS, FIELDS,
+    names, own_name, pair_key, tool_part, Doc, Field, Index, PairTable, Params, Posting, Term, ALL_FIELDS, FIELDS,
     MAX_AFFIX_TERM_CHARS, MAX_LABEL_WORDS, MAX_TYPO_WORD_CHARS,
 };
 use crate::model::CatalogTool;
@@ -487,7 +487,7 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
                 });
             };
             match field {
-                Field::Name => add(tool_part(&ct.tool.name, &ct.source)),
+                Field::Name => add(own_name(&ct.tool.name, &ct.source)),
                 Field::Source => add(&ct.source),
                 Field::Title => {
                     if let Some(t) = &ct.tool.title {

@@ -69,6 +69,8 @@
 //!
 //! A query's words are marked when they only occur inside a literal value — a path, URL, e-mail
 //! address, selector, quoted string or number: data for the call, not words about the tool.
+//! A web address's scheme, `www` and top-level domain are not words at all: every address
+//! carries them, and so does every documentation link in a tool's description.
 //! A camelCase query word the catalog knows whole is glued back (`eBay`, `GitHub`), while one it
 //! does not know stays split (`searchPapers`).
 //!
@@ -80,7 +82,10 @@
 //! field weights are name 4, title = description = parameter names 2, parameter descriptions =
 //! parameter values 1.6, source 1.5: a name says most about what a tool is, and parameter text
 //! counts because requests carry the argument values a schema describes (`zip code`,
-//! `latitude`).
+//! `latitude`). A tool's own name leaves out a repeat of its server's name as well
+//! (`smithery.Bright_Data-brightdata-mcp_web_data_linkedin_person_profile` is named `web data
+//! linkedin person profile`): marketplace catalogs prefix names so, and the repeat would make
+//! every name of the server long and about the server.
 //!
 //! Each field's frequency is length-normalised against that field's own average (over the tools
 //! that have the field) before the fields are weighted, summed and saturated once (k1 1.5), so
@@ -571,6 +576,53 @@ fn tool_part<'a>(name: &'a str, source: &str) -> &'a str {
         .and_then(|r| r.strip_prefix('-'))
         .filter(|r| !r.is_empty())
         .unwrap_or(name)
+}
+
+/// The words of the tool's own name: [`tool_part`] without a leading repeat of its server's
+/// name. Marketplace catalogs prefix a tool's name with its server's again
+/// (`smithery.Bright_Data-brightdata-mcp_web_data_linkedin_person_profile`,
+/// `glama.Zen_MCP_Server-zen_codereview`): those words are the source's (indexed there), and
+/// in the name field they would make every tool of the server read as a long name that names
+/// its server. A leading run of segments that spells the start of the server's name (its last
+/// `.`-separated part, compared compactly), with `mcp`/`server` segments around it, is
+/// dropped; at least one segment always stays.
+fn own_name<'a>(name: &'a str, source: &str) -> &'a str {
+    const GENERIC: [&str; 2] = ["mcp", "server"];
+    let part = tool_part(name, source);
+    let label = names::compact(source.rsplit('.').next().unwrap_or(source));
+    let mut spelled = String::new();
+    let mut cut = 0;
+    let mut matched = false;
+    let mut rest = part;
+    while let Some(end) = rest.find(['-', '_', '.', ' ', '/']) {
+        let segment = names::compact(&rest[..end]);
+        let after = &rest[end + 1..];
+        if after.is_empty() {
+            break;
+        }
+        let generic = GENERIC.contains(&segment.as_str());
+        let spells = !segment.is_empty() && {
+            let next = format!("{spelled}{segment}");
+            let ok = next.len() >= 3 && label.starts_with(&next);
+            if ok {
+                spelled = next;
+            }
+            ok
+        };
+        if !(spells || generic) {
+            break;
+        }
+        matched |= spells;
+        rest = after;
+        if matched {
+            cut = part.len() - rest.len();
+        }
+    }
+    if matched {
+        &part[cut..]
+    } else {
+        part
+    }
 }
 
 impl Index {

@@ -520,3 +520,63 @@ fn parameter_descriptions_that_run_to_pages_weigh_less() {
     assert_eq!(names(&tools, &hits), ["zzz-short", "aaa-verbose"]);
     assert!(hits[1].score < 0.8 * hits[0].score, "{hits:?}");
 }
+
+#[test]
+fn query_words_drop_the_syntax_of_web_addresses() {
+    let w = query_words("profile at https://www.linkedin.com/in/johndoe and www.example.org/x, mail bob@acme.com");
+    let texts: Vec<&str> = w.iter().map(|w| w.text.as_str()).collect();
+    // scheme, `www` and the top-level domain are every address's syntax; the rest is kept
+    // (as literal words); an e-mail address is not a web address
+    assert_eq!(
+        texts,
+        ["profile", "at", "linkedin", "in", "johndoe", "and", "example", "x", "mail", "bob", "acme", "com"]
+    );
+    assert!(w.iter().filter(|w| w.text == "linkedin").all(|w| w.literal));
+    // what only looks like an address start is left alone, whatever its characters
+    let texts: Vec<String> = query_words("l'hôte www").into_iter().map(|w| w.text).collect();
+    assert_eq!(texts, ["l", "hôte", "www"]);
+}
+
+#[test]
+fn a_web_address_in_a_request_does_not_match_documentation_links() {
+    let catalog = r#"{"tools": [
+      {"name": "admin-org_access", "description": "Organization access control. [See the docs](https://docs.example.com/api/access)"},
+      {"name": "people-person_profile", "description": "Read a person's profile"},
+      {"name": "people-person_posts", "description": "Read a person's posts"}
+    ]}"#;
+    let t = top_in(catalog, "person profile at https://www.linkedin.com/in/johndoe");
+    assert_eq!(t[0], "people-person_profile");
+    assert!(!t.contains(&"admin-org_access".to_string()), "{t:?}");
+}
+
+#[test]
+fn a_tool_name_that_repeats_its_server_name_is_indexed_by_its_own_words() {
+    for (name, source, own) in [
+        (
+            "smithery.Bright_Data-brightdata-mcp_web_data_linkedin_person_profile",
+            "smithery.Bright_Data",
+            "web_data_linkedin_person_profile",
+        ),
+        (
+            "glama.Zen_MCP_Server-zen_codereview",
+            "glama.Zen_MCP_Server",
+            "codereview",
+        ),
+        (
+            "mcpso.mcp-harbor-mcp-harbor_list_projects",
+            "mcpso.mcp-harbor",
+            "list_projects",
+        ),
+        ("slack-slack_post_message", "slack", "post_message"),
+        // nothing repeated: the name as it is (without its `server-` prefix)
+        ("github-create_issue", "github", "create_issue"),
+        ("weather-weatherapi_search", "weather", "weatherapi_search"),
+        ("browser_navigate", "playwright", "browser_navigate"),
+        // at least one segment always stays
+        ("slack-slack_", "slack", "slack_"),
+        ("slack-slack", "slack", "slack"),
+        ("mcp-mcp_run", "mcp", "run"),
+    ] {
+        assert_eq!(own_name(name, source), own, "{name}");
+    }
+}
