@@ -107,7 +107,7 @@ const LEXICAL: [(&str, f64, f64); 6] = [
 ];
 
 const HYBRID: [(&str, f64, f64); 6] = [
-    ("deployment-dev", 0.543, 0.759),
+    ("deployment-dev", 0.549, 0.770),
     ("mcp_flow-dev", 0.121, 0.242),
     ("mcptoolbench", 0.732, 0.905),
     ("metatool-dev", 0.520, 0.753),

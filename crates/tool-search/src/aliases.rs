@@ -134,6 +134,9 @@ pub struct AliasTable {
     stemmers: Vec<Stemmer>,
     /// English stems of each row's English words.
     targets: Vec<Vec<String>>,
+    /// Each concept row's first English word (what [`AliasTable::in_english`] writes).
+    first_english: Vec<Option<String>>,
+    analyzer: Analyzer,
 }
 
 /// The process-wide table.
@@ -156,7 +159,12 @@ impl AliasTable {
         let mut foreign_stem: Vec<FxHashMap<String, Vec<usize>>> =
             FOREIGN.iter().map(|_| FxHashMap::default()).collect();
         let mut targets = Vec::with_capacity(entries.len());
+        let mut first_english = Vec::with_capacity(entries.len());
         for (row, entry) in entries.iter().enumerate() {
+            first_english.push(match entry {
+                Entry::Concept { english: en, .. } => en.first().map(|w| w.to_string()),
+                Entry::OneWay { .. } => None,
+            });
             match entry {
                 Entry::Concept { english: en, other } => {
                     let mut t: Vec<String> = en.iter().map(|w| analyzer.stem(w)).collect();
@@ -191,7 +199,56 @@ impl AliasTable {
             foreign_stem,
             stemmers,
             targets,
+            first_english,
+            analyzer,
         }
+    }
+
+    /// `text` with the words of other languages the table knows written in English, for a
+    /// reader that knows only English (the semantic arm's model): `enviar un mensaje al canal
+    /// de Slack` → `send un message al channel de Slack`. Only a text that reads as another
+    /// language is touched: one with at least one of the table's foreign forms and none of a
+    /// few English function words (`the`, `of`, `with`, ...) — English has many words that are
+    /// also foreign forms (`dossier`, `voyage`, `devise`, `land`), and `a family reunion` must
+    /// stay a reunion. In such a text, a word is translated when it is a foreign form, or an
+    /// inflection of one by its language's stem (`inviato`, `Kunden`), and not an English word
+    /// of the table (`time`, `post` stay). Words after an elision (`l'apprentissage`) count on
+    /// their own; everything else is kept as written.
+    pub fn in_english(&self, text: &str) -> String {
+        let chunks: Vec<(&str, &str, &str)> = text.split_whitespace().map(split_word).collect();
+        let exact = |w: &str| -> Option<&str> {
+            if self.english.contains_key(&self.analyzer.stem(w)) {
+                return None;
+            }
+            let rows = self.foreign_exact.get(w)?;
+            rows.iter().find_map(|&r| self.first_english[r].as_deref())
+        };
+        let stemmed = |w: &str| -> Option<&str> {
+            if w.chars().count() < 4 || self.english.contains_key(&self.analyzer.stem(w)) {
+                return None;
+            }
+            self.stemmers.iter().enumerate().find_map(|(i, st)| {
+                let rows = self.foreign_stem[i].get(st.stem(w).as_ref())?;
+                rows.iter().find_map(|&r| self.first_english[r].as_deref())
+            })
+        };
+        let lower: Vec<String> = chunks.iter().map(|(_, w, _)| w.to_lowercase()).collect();
+        let english = lower.iter().any(|w| ENGLISH_FUNCTION_WORDS.contains(&w.as_str()));
+        let foreign = lower.iter().any(|w| exact(w).is_some());
+        if english || !foreign {
+            return text.to_owned();
+        }
+        let out: Vec<String> = chunks
+            .iter()
+            .zip(&lower)
+            .map(
+                |(&(head, word, tail), lower)| match exact(lower).or_else(|| stemmed(lower)) {
+                    Some(english) => format!("{head}{english}{tail}"),
+                    None => format!("{head}{word}{tail}"),
+                },
+            )
+            .collect();
+        out.join(" ")
     }
 
     /// English target stems for a lower-case query `word` whose English stem is `stem`.
@@ -231,6 +288,36 @@ impl AliasTable {
     }
 }
 
+/// Words that mark a text as English, chosen because no language of the table spells a word
+/// of its own so (`an`, `in`, `do`, `no`, `me`, `on`, `will` are words of those languages too).
+const ENGLISH_FUNCTION_WORDS: [&str; 29] = [
+    "the", "to", "of", "and", "is", "are", "was", "my", "for", "with", "from", "that", "this", "what", "which", "how",
+    "can", "could", "you", "your", "please", "at", "by", "it", "be", "would", "should", "into", "about",
+];
+
+/// A whitespace-free chunk as (what comes before its word, the word, what follows): leading
+/// punctuation and an elided article (`l'`, `dell'`) before, trailing punctuation after. A
+/// chunk with no letters is all head.
+fn split_word(chunk: &str) -> (&str, &str, &str) {
+    let start = chunk
+        .rfind(['\'', '\u{2019}'])
+        .map(|i| i + chunk[i..].chars().next().map_or(1, char::len_utf8))
+        .filter(|&i| i < chunk.len() && chunk[i..].chars().any(char::is_alphanumeric))
+        .unwrap_or(0);
+    let body = &chunk[start..];
+    let Some(first) = body.find(char::is_alphanumeric) else {
+        return (chunk, "", "");
+    };
+    let last = body
+        .char_indices()
+        .rfind(|(_, c)| c.is_alphanumeric())
+        .map_or(body.len(), |(i, c)| i + c.len_utf8());
+    let word = &body[first..last];
+    let head = &chunk[..start + first];
+    let tail = &chunk[start + last..];
+    (head, word, tail)
+}
+
 fn push_unique(v: &mut Vec<usize>, x: usize) {
     if !v.contains(&x) {
         v.push(x);
@@ -241,6 +328,46 @@ fn push_unique(v: &mut Vec<usize>, x: usize) {
 mod tests {
     use super::*;
     use crate::analyzer::words;
+
+    #[test]
+    fn other_languages_are_written_in_english_for_the_semantic_arm() {
+        let t = table();
+        assert_eq!(
+            t.in_english("enviar un mensaje al canal de Slack"),
+            "send un message al channel de Slack"
+        );
+        // inflections by their language's stem; punctuation and elisions kept
+        assert_eq!(
+            t.in_english("E-Mail an den Kunden schicken!"),
+            "E-Mail an den customer send!"
+        );
+        assert_eq!(
+            t.in_english("créer une page, mettre l'hôte"),
+            "create une page, update l'hôte"
+        );
+        // an English text is left alone, though `reunion`, `voyage` and `dossier` are
+        // foreign forms of the table
+        for english in [
+            "I'm planning a family reunion and a voyage with the dossier",
+            "post the time of the meeting",
+            "list open issues",
+            "",
+        ] {
+            assert_eq!(t.in_english(english), english);
+        }
+        // the table's English words are never translated, even in another language's text
+        assert_eq!(t.in_english("invia post"), "send post");
+    }
+
+    #[test]
+    fn words_are_split_from_their_punctuation_and_elisions() {
+        assert_eq!(split_word("(hello),"), ("(", "hello", "),"));
+        assert_eq!(split_word("l'hôte"), ("l'", "hôte", ""));
+        assert_eq!(split_word("dell\u{2019}utente."), ("dell\u{2019}", "utente", "."));
+        assert_eq!(split_word("l'"), ("", "l", "'"));
+        assert_eq!(split_word("--"), ("--", "", ""));
+        assert_eq!(split_word("E-Mail"), ("", "E-Mail", ""));
+    }
 
     #[test]
     fn shipped_file_parses_and_every_word_is_one_query_word() {

@@ -202,7 +202,10 @@
 //! its best tool reaches cosine 0.4, so a request for a capability the catalog lacks still gets
 //! nothing. The semantic arm reads the query without its literal values
 //! ([`semantic::query_text`]): a path or a quoted string is data for the call, not words about
-//! the tool. The constants are the largest semantic weights at which no visible set loses
+//! the tool. The model knows only English, so a request that reads as another language gets
+//! the alias table's English for the words it knows ([`aliases::AliasTable::in_english`]:
+//! `enviar un mensaje al canal de Slack` is read as `send un message al channel de Slack`).
+//! The constants are the largest semantic weights at which no visible set loses
 //! beyond noise (`README.md`).
 
 //! # Bounded work

@@ -51,9 +51,13 @@ pub fn embedding_text(t: &CatalogTool) -> String {
 }
 
 /// The text a query is embedded as: its first [`crate::MAX_QUERY_CHARS`] characters without
-/// literal values ([`crate::analyzer::without_literals`]). Callers embed this, not the raw query.
+/// literal values ([`crate::analyzer::without_literals`]), and, when it reads as another
+/// language, with the words the alias table knows in English
+/// ([`crate::aliases::AliasTable::in_english`]: the model knows only English). Callers embed
+/// this, not the raw query.
 pub fn query_text(query: &str) -> String {
-    crate::analyzer::without_literals(crate::clip_query(query))
+    let text = crate::analyzer::without_literals(crate::clip_query(query));
+    crate::aliases::table().in_english(&text)
 }
 
 /// `github-create_issue` → `github create issue`; `getPullRequest` → `get Pull Request`.
