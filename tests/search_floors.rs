@@ -38,15 +38,9 @@ fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
 }
 
-fn required() -> bool {
-    std::env::var("REQUIRE_PEERS").as_deref() == Ok("1")
-}
-
 fn embedder() -> Option<EvalEmbedder> {
     let model = root().join("models/all-MiniLM-L6-v2");
-    if !model.join("model.safetensors").is_file() {
-        assert!(!required(), "no model at {} but REQUIRE_PEERS=1", model.display());
-        eprintln!("skipping the semantic floors: no model (run scripts/fetch-model.sh)");
+    if !embed::model_installed_or_skip(&model, "the semantic floors") {
         return None;
     }
     Some(EvalEmbedder::open_cache_only(&model, &target_dir().join("vector-cache")).expect("model loads"))

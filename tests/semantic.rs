@@ -26,19 +26,7 @@ const PARAPHRASE_TOOL: &str = "dayplanr-create_event";
 /// The installed model, or `None` (skip) when it is absent.
 fn model_dir() -> Option<PathBuf> {
     let dir = embed::default_model_dir();
-    if dir.join("model.safetensors").is_file() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var("REQUIRE_PEERS").as_deref() != Ok("1"),
-        "no model at {} but REQUIRE_PEERS=1: scripts/fetch-model.sh must install it",
-        dir.display()
-    );
-    eprintln!(
-        "SKIPPED: no model at {} (run scripts/fetch-model.sh or set EMBED_MODEL)",
-        dir.display()
-    );
-    None
+    embed::model_installed_or_skip(&dir, "the semantic-arm service tests").then_some(dir)
 }
 
 async fn readyz(base: &str) -> Value {

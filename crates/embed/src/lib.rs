@@ -8,7 +8,9 @@
 //!   [`Embedder::embed`] embeds a batch of texts, [`Embedder::dim`] is the embedding size.
 //! - [`EmbedError`]: what can go wrong (a missing or malformed file, a tensor error).
 //! - [`default_model_dir`]: where `scripts/fetch-model.sh` installs the model
-//!   (`models/all-MiniLM-L6-v2` under the workspace root), or the `EMBED_MODEL` variable.
+//!   (`models/all-MiniLM-L6-v2` under the workspace root), or the `EMBED_MODEL` variable;
+//!   [`model_installed_or_skip`]: the check the model's tests share (skip on a fresh clone,
+//!   fail in CI).
 //!
 //! A model directory holds `model.safetensors` and `tokenizer.json`, and optionally
 //! `config.json` (the BERT config; without it, all-MiniLM-L6-v2's is used) and
@@ -81,6 +83,26 @@ pub fn default_model_dir() -> PathBuf {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
         _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/all-MiniLM-L6-v2"),
     }
+}
+
+/// For tests that need the model: whether `dir` holds one. A fresh clone has none, and such
+/// tests skip, saying so (and what they skip, `what`) on stderr; under `REQUIRE_PEERS=1` (CI,
+/// whose `scripts/test.sh` installs the model) a missing model panics instead, because a skip
+/// there would hide a broken install.
+pub fn model_installed_or_skip(dir: &Path, what: &str) -> bool {
+    if dir.join("model.safetensors").is_file() {
+        return true;
+    }
+    assert!(
+        std::env::var("REQUIRE_PEERS").as_deref() != Ok("1"),
+        "no model at {} but REQUIRE_PEERS=1: scripts/fetch-model.sh must install it",
+        dir.display()
+    );
+    eprintln!(
+        "SKIPPED {what}: no model at {} (run scripts/fetch-model.sh or set EMBED_MODEL)",
+        dir.display()
+    );
+    false
 }
 
 /// What can go wrong loading a model or embedding texts.

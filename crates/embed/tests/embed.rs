@@ -12,18 +12,7 @@ fn embedder() -> Option<&'static Embedder> {
     EMBEDDER
         .get_or_init(|| {
             let dir = default_model_dir();
-            if !dir.join("model.safetensors").is_file() {
-                // CI (scripts/test.sh sets REQUIRE_PEERS=1) installs the model: a skip there
-                // would hide a broken install.
-                assert!(
-                    std::env::var("REQUIRE_PEERS").as_deref() != Ok("1"),
-                    "no model at {} but REQUIRE_PEERS=1: scripts/fetch-model.sh must install it",
-                    dir.display()
-                );
-                eprintln!(
-                    "SKIPPED: no model at {} (run scripts/fetch-model.sh or set EMBED_MODEL)",
-                    dir.display()
-                );
+            if !embed::model_installed_or_skip(&dir, "the embedder tests") {
                 return None;
             }
             Some(Embedder::load(&dir).expect("the installed model loads"))
