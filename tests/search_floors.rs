@@ -102,7 +102,7 @@ const LEXICAL: [(&str, f64, f64); 6] = [
 
 const HYBRID: [(&str, f64, f64); 6] = [
     ("deployment-dev", 0.549, 0.770),
-    ("mcp_flow-dev", 0.121, 0.242),
+    ("mcp_flow-dev", 0.122, 0.242),
     ("mcptoolbench", 0.732, 0.905),
     ("metatool-dev", 0.520, 0.753),
     ("seed-examples", 0.884, 0.995),

@@ -289,10 +289,11 @@ impl AliasTable {
 }
 
 /// Words that mark a text as English, chosen because no language of the table spells a word
-/// of its own so (`an`, `in`, `do`, `no`, `me`, `on`, `will` are words of those languages too).
-const ENGLISH_FUNCTION_WORDS: [&str; 29] = [
-    "the", "to", "of", "and", "is", "are", "was", "my", "for", "with", "from", "that", "this", "what", "which", "how",
-    "can", "could", "you", "your", "please", "at", "by", "it", "be", "would", "should", "into", "about",
+/// of its own so (`an`, `in`, `do`, `no`, `me`, `on`, `will`, `was` are words of those
+/// languages too).
+const ENGLISH_FUNCTION_WORDS: [&str; 28] = [
+    "the", "to", "of", "and", "is", "are", "my", "for", "with", "from", "that", "this", "what", "which", "how", "can",
+    "could", "you", "your", "please", "at", "by", "it", "be", "would", "should", "into", "about",
 ];
 
 /// A whitespace-free chunk as (what comes before its word, the word, what follows): leading
@@ -357,6 +358,8 @@ mod tests {
         }
         // the table's English words are never translated, even in another language's text
         assert_eq!(t.in_english("invia post"), "send post");
+        // German `was` is not the English one
+        assert_eq!(t.in_english("was kostet die Aktie"), "was kostet die stock");
     }
 
     #[test]

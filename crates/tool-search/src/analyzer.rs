@@ -28,11 +28,8 @@ pub fn query_words(query: &str) -> Vec<QueryWord> {
     let mut out = Vec::new();
     let mut tok = Tokenizer::default();
     for (chunk, literal) in marked_chunks(query) {
-        let syntax = url_syntax(chunk);
-        tok.for_each_word_marked(chunk, |w, camel| {
-            if syntax.iter().any(|s| s.eq_ignore_ascii_case(w)) {
-                return;
-            }
+        let content = without_url_syntax(chunk);
+        tok.for_each_word_marked(&content, |w, camel| {
             // a bare number is a value too (`2020`, `1150 points`)
             let number = w.bytes().all(|b| b.is_ascii_digit());
             out.push(QueryWord {
@@ -79,29 +76,49 @@ fn marked_chunks(query: &str) -> Vec<(&str, bool)> {
     out
 }
 
-/// The words of a web address that are its syntax rather than its content: the scheme
-/// (`https`), `www` and the top-level domain (`com`, `org`, `io`) of
-/// `https://www.linkedin.com/in/johndoe`. Every URL carries them, so they say nothing about
-/// which tool is meant — and documentation links in tool descriptions would match them.
-fn url_syntax(chunk: &str) -> Vec<&str> {
-    let c = chunk.trim_matches(|c: char| !c.is_alphanumeric() && c != '/' && c != ':' && c != '.');
-    let (scheme, rest) = match c.split_once("://") {
-        Some((scheme, rest)) if !scheme.is_empty() && scheme.bytes().all(|b| b.is_ascii_alphabetic()) => {
-            (Some(scheme), rest)
+/// `chunk` without the syntax of a web address in it: the scheme (`https://`), `www.` and the
+/// top-level domain (`.com`, `.org`, `.io`) of `https://www.linkedin.com/in/johndoe`, which
+/// leaves `linkedin/in/johndoe`. Every address carries them, so they say nothing about which
+/// tool is meant, and documentation links in tool descriptions would match them. A chunk
+/// without an address is returned as it is.
+fn without_url_syntax(chunk: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    let (prefix_end, host_start) = match chunk.find("://") {
+        Some(i) => {
+            let scheme_start = chunk[..i]
+                .char_indices()
+                .rev()
+                .take_while(|(_, c)| c.is_ascii_alphabetic())
+                .last()
+                .map_or(i, |(j, _)| j);
+            if scheme_start == i {
+                return Cow::Borrowed(chunk);
+            }
+            (scheme_start, i + 3)
         }
-        _ if c.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("www.")) && c.len() > 4 => (None, c),
-        _ => return Vec::new(),
+        None => match chunk.find(|c: char| c.is_alphanumeric()) {
+            Some(i) if chunk[i..].get(..4).is_some_and(|p| p.eq_ignore_ascii_case("www.")) => (i, i),
+            _ => return Cow::Borrowed(chunk),
+        },
     };
-    let host = rest.split(['/', '?', '#', ':']).next().unwrap_or("");
-    let mut out: Vec<&str> = scheme.into_iter().collect();
-    let labels: Vec<&str> = host.split('.').filter(|l| !l.is_empty()).collect();
+    let host_len = chunk[host_start..]
+        .find(|c: char| !(c.is_alphanumeric() || matches!(c, '.' | '-' | '_')))
+        .unwrap_or(chunk.len() - host_start);
+    let host_end = host_start + host_len;
+    let host = chunk[host_start..host_end].trim_end_matches('.');
+    let mut labels: Vec<&str> = host.split('.').collect();
     if labels.len() >= 2 {
-        if labels[0].eq_ignore_ascii_case("www") {
-            out.push(labels[0]);
+        labels.pop();
+        if labels.len() >= 2 && labels[0].eq_ignore_ascii_case("www") {
+            labels.remove(0);
         }
-        out.push(labels[labels.len() - 1]);
     }
-    out
+    Cow::Owned(format!(
+        "{}{} {}",
+        &chunk[..prefix_end],
+        labels.join("."),
+        &chunk[host_end..]
+    ))
 }
 
 /// `42`, `3.5`, `1,000` (punctuation around it aside).

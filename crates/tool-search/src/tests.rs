@@ -523,13 +523,33 @@ fn parameter_descriptions_that_run_to_pages_weigh_less() {
 
 #[test]
 fn query_words_drop_the_syntax_of_web_addresses() {
-    let w = query_words("profile at https://www.linkedin.com/in/johndoe and www.example.org/x, mail bob@acme.com");
+    let w = query_words(
+        "profile at (https://www.linkedin.com/in/johndoe), www.example.org/com/x, mail bob@acme.com or see http://localhost:8080/api",
+    );
     let texts: Vec<&str> = w.iter().map(|w| w.text.as_str()).collect();
     // scheme, `www` and the top-level domain are every address's syntax; the rest is kept
-    // (as literal words); an e-mail address is not a web address
+    // (as literal words), a path word equal to them too; an e-mail address is not a web address
     assert_eq!(
         texts,
-        ["profile", "at", "linkedin", "in", "johndoe", "and", "example", "x", "mail", "bob", "acme", "com"]
+        [
+            "profile",
+            "at",
+            "linkedin",
+            "in",
+            "johndoe",
+            "example",
+            "com",
+            "x",
+            "mail",
+            "bob",
+            "acme",
+            "com",
+            "or",
+            "see",
+            "localhost",
+            "8080",
+            "api"
+        ]
     );
     assert!(w.iter().filter(|w| w.text == "linkedin").all(|w| w.literal));
     // what only looks like an address start is left alone, whatever its characters
