@@ -593,39 +593,43 @@ fn own_name<'a>(name: &'a str, source: &str) -> &'a str {
     const GENERIC: [&str; 2] = ["mcp", "server"];
     let part = tool_part(name, source);
     let label = names::compact(source.rsplit('.').next().unwrap_or(source));
-    let mut spelled = String::new();
+    // how much of the label the segments so far have spelled (bytes of `label`)
+    let mut spelled = 0;
     let mut cut = 0;
-    let mut matched = false;
     let mut rest = part;
     while let Some(end) = rest.find(['-', '_', '.', ' ', '/']) {
-        let segment = names::compact(&rest[..end]);
         let after = &rest[end + 1..];
         if after.is_empty() {
             break;
         }
-        let generic = GENERIC.contains(&segment.as_str());
-        let spells = !segment.is_empty() && {
-            let next = format!("{spelled}{segment}");
-            let ok = next.len() >= 3 && label.starts_with(&next);
-            if ok {
-                spelled = next;
-            }
-            ok
-        };
-        if !(spells || generic) {
-            break;
+        let segment = &rest[..end];
+        match spelled_by(&label[spelled..], segment).filter(|&n| n > 0 && spelled + n >= 3) {
+            Some(n) => spelled += n,
+            None if GENERIC.iter().any(|g| g.eq_ignore_ascii_case(segment)) => {}
+            None => break,
         }
-        matched |= spells;
         rest = after;
-        if matched {
+        if spelled > 0 {
             cut = part.len() - rest.len();
         }
     }
-    if matched {
-        &part[cut..]
-    } else {
-        part
+    &part[cut..]
+}
+
+/// How many bytes of `label` (a compact name) `segment` spells from its start, compared the
+/// way [`names::compact`] compares (letters and digits only, ASCII case folded), or `None`
+/// when it does not (without allocating: this runs for every tool of a catalog).
+fn spelled_by(label: &str, segment: &str) -> Option<usize> {
+    let mut label_chars = label.char_indices();
+    let mut used = 0;
+    for c in segment.chars().filter(|c| c.is_alphanumeric()) {
+        let (i, l) = label_chars.next()?;
+        if l != c.to_ascii_lowercase() {
+            return None;
+        }
+        used = i + l.len_utf8();
     }
+    Some(used)
 }
 
 impl Index {
