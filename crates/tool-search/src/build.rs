@@ -133,6 +133,12 @@ pub(super) fn build_on(tools: &[CatalogTool], params: &Params, threads: usize) -
         (weigh(), names(), words(), pairs())
     };
     drop(doc_terms);
+    let mut leads = vec![0u32; term_texts.len()];
+    for d in &docs {
+        if let Some(c) = leads.get_mut(d.lead as usize) {
+            *c += 1;
+        }
+    }
     let ns = n_sources.max(1) as f64;
     let terms: Vec<Term> = term_texts
         .into_iter()
@@ -143,6 +149,7 @@ pub(super) fn build_on(tools: &[CatalogTool], params: &Params, threads: usize) -
             let df = postings.len() as f64;
             let sdf = source_postings.len() as f64;
             Term {
+                leads: leads[id],
                 in_source: source_terms[id],
                 text,
                 idf: (1.0 + (n - df + 0.5) / (df + 0.5)).ln().powf(params.idf_power),
@@ -411,6 +418,7 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
         let mut lens = [0u32; FIELDS];
         // words of the tool's name, source and title so far (see `MAX_LABEL_WORDS`)
         let mut label_words = 0usize;
+        let mut lead: u32 = NONE;
         let rest = ct.tool.rest();
         let schema = rest.schema_view();
         for field in ALL_FIELDS {
@@ -457,6 +465,9 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
                             }
                         }
                         prev = Some(id);
+                        if field == Field::Name && lead == NONE {
+                            lead = id;
+                        }
                         let s = &mut slot[id as usize];
                         if *s == NONE {
                             *s = doc_terms.len() as u32;
@@ -535,6 +546,7 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
             source,
             name: ct.tool.name.clone(),
             name_terms: name_terms.min(u16::MAX as usize) as u16,
+            lead,
         });
         doc_lens.push(lens);
     }
@@ -611,6 +623,9 @@ fn merge(parts: Vec<Part>) -> Part {
         out.doc_lens.extend(part.doc_lens);
         out.docs.extend(part.docs.into_iter().map(|mut d| {
             d.source = srcs[d.source as usize];
+            if d.lead != u32::MAX {
+                d.lead = terms[d.lead as usize];
+            }
             d
         }));
         // A pair seen in several runs keeps one id per run here; `pair_table` merges equal keys.

@@ -69,7 +69,7 @@ impl Index {
         let mut root = Explanation::new(
             match returned {
                 Some(_) => format!("score of `{}`", d.name),
-                None => format!("`{}` is not returned (no match, gated, or abstained)", d.name),
+                None => format!("`{}` is not returned (no match, gated, abstained, or its operation is missing from the best tools)", d.name),
             },
             returned.unwrap_or(0.0),
         );
@@ -154,6 +154,19 @@ impl Index {
             root.add(Explanation::new("the query is this tool's name: rank 1", 1.0));
         } else if q.name_matches.contains(&(doc as u32)) {
             root.add(Explanation::new("the query spells this tool's name: a top slot", 1.0));
+        }
+        if let Some(g) = q.operation {
+            let has = self.has_operation(&q, doc as u32);
+            root.add(Explanation::new(
+                format!(
+                    "the request's operation `{}` (it starts {}+ tool names) is {} this tool (a short request none of whose best {} tools has it gets nothing)",
+                    q.groups[g].word,
+                    PARAMS.operation_min_leads,
+                    if has { "in" } else { "not in" },
+                    PARAMS.operation_depth
+                ),
+                f64::from(u8::from(has)),
+            ));
         }
         root
     }

@@ -33,9 +33,12 @@ struct FusionParams {
     /// Similarities are measured from the `depth`-th nearest tool's, and never from below
     /// this cosine: what every tool of a catalog shares is no evidence.
     min_similarity: f64,
-    /// A request the lexical arm abstains on (or finds nothing for) is answered by the
-    /// semantic arm alone only when its best tool reaches this cosine.
+    /// A request the lexical arm abstains on is answered by the semantic arm alone only when
+    /// its best tool reaches this cosine ...
     confident_similarity: f64,
+    /// ... and one none of whose words the catalog knows, only at this cosine (`xyzzy plugh`
+    /// is near something in any catalog).
+    unknown_similarity: f64,
 }
 
 const FUSION: FusionParams = FusionParams {
@@ -45,7 +48,8 @@ const FUSION: FusionParams = FusionParams {
     uncovered_weight: 0.5,
     lexical_lead: 0.7,
     min_similarity: 0.2,
-    confident_similarity: 0.4,
+    confident_similarity: 0.25,
+    unknown_similarity: 0.4,
 };
 
 /// One tool's fused score and its two parts.
@@ -64,6 +68,8 @@ struct Fused {
     slots: usize,
     semantic_used: bool,
     floor: f64,
+    /// The similarity the best tool had to reach for the semantic arm to count.
+    bar: f64,
     best_similarity: f64,
     /// The semantic part's weight for this query.
     semantic_weight: f64,
@@ -125,7 +131,7 @@ impl Index {
         let semantic_note = if !f.semantic_used {
             format!(
                 "semantic part: not used (the lexical arm abstained or found nothing, and the best similarity {:.3} is under {})",
-                f.best_similarity, p.confident_similarity
+                f.best_similarity, f.bar
             )
         } else {
             format!(
@@ -173,8 +179,15 @@ impl Index {
         let scored = &lexical.hits[slots..];
         // the lexical arm's verdict that nothing serves a request stands unless the semantic
         // arm is sure; otherwise any tool above the floor is evidence
+        let bar = if lexical.abstained {
+            p.confident_similarity
+        } else if scored.is_empty() {
+            p.unknown_similarity
+        } else {
+            floor
+        };
         let semantic_used = if lexical.abstained || scored.is_empty() {
-            best_similarity >= p.confident_similarity
+            best_similarity >= bar
         } else {
             best_similarity > floor
         };
@@ -225,12 +238,19 @@ impl Index {
             .map(|(i, &d)| (d, top + (slot_docs.len() - i) as f64))
             .collect();
         all.extend(ranked);
+        // a short request for an operation none of the best tools offers gets only its name
+        // slots (the lexical arm decides this on its own ranking too)
+        let name_slots = lexical.slots.min(all.len());
+        if self.misses_operation(&q, all[name_slots..].iter().map(|r| r.0 as u32)) {
+            all.truncate(name_slots);
+        }
         Fused {
             ranked: all,
             parts,
             slots: slot_docs.len(),
             semantic_used,
             floor,
+            bar,
             best_similarity,
             semantic_weight: ws,
         }

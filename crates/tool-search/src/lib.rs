@@ -173,7 +173,16 @@
 //!   request only through synonyms is weak evidence that the tool does what it asks);
 //! - under 35% even with such a word (up to 4 content words).
 //!
-//! Longer requests always get their best tools.
+//! Longer requests get their best tools, but for one test, up to six content words: the
+//! request's *operation*. Tool names are mostly `verb_object` (`delete_file`, `create_issue`), so the
+//! catalog itself says which words name operations: a term that starts the own names of at
+//! least two tools. A request of at most six content words whose first word is such a term
+//! (`delete my last slack message`) gets nothing when none of its best five tools (name slots
+//! aside) has that word or a synonym anywhere: the Slack tools post, list and read messages, and
+//! offering `slack_post_message` for a deletion is worse than nothing. A first word that names
+//! no operation of the catalog (`show`, `put`), or a best tool with a synonym (`remove` for
+//! `delete`), leaves the request its results. The hybrid search applies the same test to the
+//! fused ranking.
 //!
 //! ## Ties
 //!
@@ -197,10 +206,11 @@
 //! whose words all meet one tool is lexical ground, a paraphrase or a long request in its own
 //! words is the embedding's. The lexical arm keeps what it does best: name slots stay first,
 //! and so does a lexical winner that stands out (its runner-up scores under 70% of it: a rare
-//! identifier, most of a name); when it abstains (a short request no tool covers) or finds
-//! nothing (no word of the query is in the catalog), the semantic arm answers alone only when
-//! its best tool reaches cosine 0.4, so a request for a capability the catalog lacks still gets
-//! nothing. The semantic arm reads the query without its literal values
+//! identifier, most of a name); when it abstains (a short request no tool covers) the semantic
+//! arm answers alone only when its best tool reaches cosine 0.25, and when it finds nothing (no
+//! word of the query is in the catalog: `xyzzy plugh` is near something in any catalog) only at
+//! 0.4; a request for an operation none of the fused ranking's best tools offers gets nothing
+//! (see Abstention). The semantic arm reads the query without its literal values
 //! ([`semantic::query_text`]): a path or a quoted string is data for the call, not words about
 //! the tool. The model knows only English, so a request that reads as another language gets
 //! the alias table's English for the words it knows ([`aliases::AliasTable::in_english`]:
@@ -401,6 +411,13 @@ struct Params {
     abstain_coverage: f64,
     /// ... or less than this share though one of its words labels the tool.
     abstain_label_coverage: f64,
+    /// A request's first content word is its operation when it starts the own names of at
+    /// least this many tools (`delete` of `delete_file`, `delete_event`) ...
+    operation_min_leads: u32,
+    /// ... and a request of at most this many content words gets nothing when none of its
+    /// best this-many tools (after name slots) has that word or a synonym anywhere.
+    operation_max_words: usize,
+    operation_depth: usize,
 }
 
 const PARAMS: Params = Params {
@@ -437,6 +454,9 @@ const PARAMS: Params = Params {
     short_query_words: 4,
     abstain_coverage: 0.6,
     abstain_label_coverage: 0.35,
+    operation_min_leads: 2,
+    operation_max_words: 6,
+    operation_depth: 5,
 };
 
 /// A term's occurrence in one tool (packed: 9 bytes, not 12; postings are the bulk of the
@@ -463,6 +483,8 @@ struct Term {
     source_postings: Vec<(u32, f32)>,
     /// The term occurs in a source name.
     in_source: bool,
+    /// Tools whose own name starts with this term (`create` of `create_issue`).
+    leads: u32,
 }
 
 #[derive(Debug)]
@@ -472,6 +494,8 @@ struct Doc {
     name_terms: u16,
     /// Source id (first-seen order).
     source: u32,
+    /// The first term of the tool's own name (`u32::MAX` when it has none).
+    lead: u32,
 }
 
 /// An immutable search index over one catalog snapshot (`Send + Sync`: shared behind an Arc).

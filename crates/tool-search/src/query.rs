@@ -88,6 +88,9 @@ pub(super) struct Prepared {
     pub pairs: Vec<(u64, f64)>,
     /// What the query's unknown words would weigh had the catalog known them (abstention).
     pub unknown_importance: f64,
+    /// The group of the request's operation: its first content word, when that word starts
+    /// the own names of several tools (`delete` of `delete_file`; see `Index::misses_operation`).
+    pub operation: Option<usize>,
 }
 
 impl Index {
@@ -231,7 +234,16 @@ impl Index {
                 .then(a.cmp(b))
         });
         name_matches.dedup();
+        // the first word, when it is the catalog's word for an operation (`delete my last
+        // slack message`); literal values are data, not operations
+        let operation = groups.first().filter(|g| g.factor == 1.0).and_then(|g| {
+            g.expansions
+                .first()
+                .filter(|e| e.kind == ExpansionKind::Word && self.terms[e.term as usize].leads >= p.operation_min_leads)
+                .map(|_| 0)
+        });
         Prepared {
+            operation,
             unknown_importance,
             pairs,
             groups,

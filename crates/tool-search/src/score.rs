@@ -207,6 +207,51 @@ impl Index {
         covered < p.abstain_coverage && (n <= p.short_query_words || through_synonyms)
     }
 
+    /// Whether `doc` has the request's operation word (itself, a synonym or a translation) in
+    /// any field; true when the request has no operation word.
+    pub(super) fn has_operation(&self, q: &Prepared, doc: u32) -> bool {
+        let Some(g) = q.operation else {
+            return true;
+        };
+        q.groups[g]
+            .expansions
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    ExpansionKind::Word | ExpansionKind::Alias | ExpansionKind::Foreign
+                )
+            })
+            // postings are in tool order
+            .any(|e| {
+                self.terms[e.term as usize]
+                    .postings
+                    .binary_search_by_key(&doc, |p| p.doc)
+                    .is_ok()
+            })
+    }
+
+    /// Whether a short request asks for an operation none of its best tools (`best`, in rank
+    /// order, name slots left out) offers: `delete my last slack message` when the Slack tools
+    /// post, list and read messages but none deletes. The request's first word is its
+    /// operation when the catalog itself names operations with it (it starts the names of
+    /// several tools); a tool offers it when it has the word or a synonym anywhere. A request
+    /// the best tools answer in other words (`remove` for `delete`) still gets them.
+    pub(super) fn misses_operation(&self, q: &Prepared, best: impl Iterator<Item = u32>) -> bool {
+        let p = &PARAMS;
+        if q.operation.is_none() || q.groups.len() > p.operation_max_words {
+            return false;
+        }
+        let mut seen = 0;
+        for d in best.take(p.operation_depth) {
+            if self.has_operation(q, d) {
+                return false;
+            }
+            seen += 1;
+        }
+        seen > 0
+    }
+
     pub(super) fn rank(&self, q: &Prepared, accs: &[(u32, Acc)], limit: usize) -> Vec<Hit> {
         self.rank_lexical(q, accs, limit).hits
     }
@@ -240,7 +285,11 @@ impl Index {
         let mut best_coverage = 0.0;
         if let Some(&(_, _, i)) = scored.first() {
             best_coverage = Index::coverage(q, &accs[i].1);
-            if Index::abstains(q, &accs[i].1) {
+            let unslotted = scored
+                .iter()
+                .map(|s| s.1)
+                .filter(|d| Some(*d) != q.exact && !q.name_matches.contains(d));
+            if Index::abstains(q, &accs[i].1) || self.misses_operation(q, unslotted) {
                 scored.clear();
                 abstained = true;
             }

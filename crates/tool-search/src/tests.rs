@@ -392,13 +392,28 @@ fn the_semantic_arm_answers_a_need_in_other_words() {
         names(&tools, &hits).first().map(String::as_str),
         Some("browser_take_screenshot")
     );
-    // under the confidence bar, a request the lexical arm cannot serve stays unanswered
-    let vague = query_vector(
-        n,
-        &[(shot, 0.3), (0, 0.3), (1, 0.3), (2, 0.3), (3, 0.3), (4, 0.3), (5, 0.3)],
-    );
-    let sem = arm(&vectors, &vague);
+    // under the confidence bar, a request the lexical arm cannot serve stays unanswered: the
+    // query points mostly along an axis no tool has (cosine 0.2 to the nearest tool)
+    let dim = n + 1;
+    let rows: Vec<Vec<f32>> = (0..n)
+        .map(|i| {
+            let mut v = vec![0.0; dim];
+            v[i] = 1.0;
+            v
+        })
+        .collect();
+    let wide = semantic::Vectors::build(n, dim, |i| Some(rows[i].as_slice()));
+    let mut vague = vec![0.0f32; dim];
+    vague[n] = 0.98;
+    vague[shot] = 0.2;
+    let sem = arm(&wide, &vague);
     assert!(index.search_hybrid(q, 5, Some(sem)).is_empty());
+    vague[shot] = 0.3;
+    let sem = arm(&wide, &vague);
+    assert_eq!(
+        names(&tools, &index.search_hybrid(q, 5, Some(sem)))[0],
+        "browser_take_screenshot"
+    );
 }
 
 #[test]
@@ -599,4 +614,56 @@ fn a_tool_name_that_repeats_its_server_name_is_indexed_by_its_own_words() {
     ] {
         assert_eq!(own_name(name, source), own, "{name}");
     }
+}
+
+#[test]
+fn a_short_request_for_an_operation_no_matching_tool_offers_gets_nothing() {
+    // `delete` starts two tools' own names (after their `server-` prefix): the catalog's word
+    // for an operation
+    let catalog = r#"{"tools": [
+      {"name": "slack-slack_post_message", "description": "Post a new message to a Slack channel"},
+      {"name": "slack-slack_list_channels", "description": "List public channels in the workspace"},
+      {"name": "slack-slack_get_channel_history", "description": "Get recent messages from a channel"},
+      {"name": "slack-slack_reply_to_thread", "description": "Reply to a message thread in Slack"},
+      {"name": "slack-slack_add_reaction", "description": "Add a reaction emoji to a Slack message"},
+      {"name": "slack-slack_get_message", "description": "Get one message of a Slack channel by its timestamp"},
+      {"name": "calendar-delete_event", "description": "Delete a calendar event"},
+      {"name": "calendar-create_event", "description": "Create a calendar event"},
+      {"name": "github-delete_file", "description": "Delete a file from a GitHub repository"},
+      {"name": "github-create_issue", "description": "Open an issue in a GitHub repository"},
+      {"name": "forum-remove_post", "description": "Remove a forum post you wrote"}
+    ]}"#;
+    let tools = load_catalog(catalog).expect("fixture parses");
+    let index = Index::build(&tools);
+    let search = |q: &str| names(&tools, &index.search(q, 5));
+    // the Slack tools post, list, read and react to messages; none deletes (the tools that
+    // delete other things rank below them)
+    assert_eq!(search("delete a message in my slack channel"), Vec::<String>::new());
+    // a tool that offers it in other words (`remove` is a synonym) answers it
+    assert_eq!(search("delete my forum post")[0], "forum-remove_post");
+    assert_eq!(search("delete the calendar event")[0], "calendar-delete_event");
+    // a first word that names no operation of the catalog (`show` starts no tool name) is not
+    // held against the tools; nor is an operation word in a long request
+    assert!(search("show my slack channels").contains(&"slack-slack_list_channels".to_string()));
+    assert!(!search("delete ... or rather post a new message to the slack channel about the team lunch").is_empty());
+    // a name the query spells keeps its slot
+    assert_eq!(search("delete slack_post_message")[0], "slack-slack_post_message");
+    // the explanation names the rule
+    let post = position(&tools, "slack-slack_post_message");
+    let e = index.explain("delete a message in my slack channel", post).to_text();
+    assert!(
+        e.contains("operation `delet` ") && e.contains("is not in this tool"),
+        "{e}"
+    );
+
+    // the hybrid search applies it to the fused ranking: the vector prefers posting
+    let n = tools.len();
+    let vectors = axis_vectors(n);
+    let qv = query_vector(n, &[(post, 0.9), (1, 0.3)]);
+    let sem = arm(&vectors, &qv);
+    assert!(index
+        .search_hybrid("delete a message in my slack channel", 5, Some(sem))
+        .is_empty());
+    let hits = index.search_hybrid("delete my forum post", 5, Some(sem));
+    assert!(names(&tools, &hits).contains(&"forum-remove_post".to_string()));
 }
