@@ -117,10 +117,14 @@ impl Index {
         }
         let parts = f.parts.get(&doc).copied().unwrap_or_default();
         let similarity = sem.vectors.similarity(doc, sem.query).map_or(0.0, f64::from);
-        let mut root = Explanation::new(
-            "fused score = lexical part + semantic part",
-            f.ranked.iter().find(|&&(d, _)| d == doc).map_or(0.0, |r| r.1),
-        );
+        let returned = f.ranked.iter().find(|&&(d, _)| d == doc).map(|r| r.1);
+        let mut root = match returned {
+            Some(score) => Explanation::new("fused score = lexical part + semantic part", score),
+            None => Explanation::new(
+                "not returned (neither arm found it, or the request's operation is in none of the best tools); its parts:",
+                0.0,
+            ),
+        };
         root.add(
             Explanation::new(
                 format!("lexical part ({} × score / best lexical score)", p.lexical_weight),

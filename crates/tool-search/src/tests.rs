@@ -664,6 +664,9 @@ fn a_short_request_for_an_operation_no_matching_tool_offers_gets_nothing() {
     assert!(index
         .search_hybrid("delete a message in my slack channel", 5, Some(sem))
         .is_empty());
+    let e = index.explain_hybrid("delete a message in my slack channel", post, Some(sem));
+    assert_eq!(e.value, 0.0);
+    assert!(e.description.starts_with("not returned"), "{}", e.to_text());
     let hits = index.search_hybrid("delete my forum post", 5, Some(sem));
     assert!(names(&tools, &hits).contains(&"forum-remove_post".to_string()));
 }
