@@ -80,7 +80,7 @@ fn tool_vectors(embedder: &Embedder, tools: &[CatalogTool]) -> Vectors {
     if missing > 0 {
         eprintln!("embedding {missing} tools (set VECTOR_CACHE to reuse eval's vectors)");
     }
-    if let Err(e) = store.fill_missing(embedder, &refs, TOOL_MAX_TOKENS, 64, |_, _| {}) {
+    if let Err(e) = store.fill_missing(|t| embedder.embed_at(t, TOOL_MAX_TOKENS), &refs, 64, |_, _| {}) {
         eprintln!("embedding failed: {e}");
     }
     let keys: Vec<_> = refs.iter().map(|t| text_key(t)).collect();
@@ -95,7 +95,7 @@ fn hybrid(c: &mut Criterion) {
     };
     let embed_query = |q: &str| {
         embedder
-            .embed_at(&[q], QUERY_MAX_TOKENS)
+            .embed_queries_at(&[q], QUERY_MAX_TOKENS)
             .ok()
             .and_then(|mut v| v.pop())
             .unwrap_or_default()

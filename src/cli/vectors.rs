@@ -26,7 +26,13 @@ impl EvalEmbedder {
         let embedder = Embedder::load(model).map_err(|e| format!("{}: {e}", model.display()))?;
         let dim = embedder.dim();
         let (tools, _) = VectorStore::load(&cache.join("tools.bin"), &embedder.fingerprint(TOOL_MAX_TOKENS), dim);
-        let (queries, _) = VectorStore::load(&cache.join("queries.bin"), &embedder.fingerprint(QUERY_MAX_TOKENS), dim);
+        // query vectors come from the queries' own path (8-bit where the CPU has a VNNI unit),
+        // cached under its own fingerprint
+        let (queries, _) = VectorStore::load(
+            &cache.join("queries.bin"),
+            &embedder.query_fingerprint(QUERY_MAX_TOKENS),
+            dim,
+        );
         Ok(Self {
             embedder,
             dir: cache.to_owned(),
@@ -50,11 +56,11 @@ impl EvalEmbedder {
         let texts: Vec<String> = tools.iter().map(embedding_text).collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         self.check_cached(&self.tools, &refs, "tool")?;
+        let embedder = &self.embedder;
         fill(
-            &self.embedder,
+            |t| embedder.embed_at(t, TOOL_MAX_TOKENS),
             &mut self.tools,
             &refs,
-            TOOL_MAX_TOKENS,
             &self.dir.join("tools.bin"),
             "tools",
         )?;
@@ -67,11 +73,11 @@ impl EvalEmbedder {
     /// Each query text's vector, embedding (and caching) the ones not seen before.
     pub fn query_vectors(&mut self, texts: &[&str]) -> Result<HashMap<String, Vec<f32>>, String> {
         self.check_cached(&self.queries, texts, "query")?;
+        let embedder = &self.embedder;
         fill(
-            &self.embedder,
+            |t| embedder.embed_queries_at(t, QUERY_MAX_TOKENS),
             &mut self.queries,
             texts,
-            QUERY_MAX_TOKENS,
             &self.dir.join("queries.bin"),
             "queries",
         )?;
@@ -98,10 +104,9 @@ impl EvalEmbedder {
 /// Embeds what `store` lacks of `texts`, saving every 1,000 texts (an interrupted run keeps
 /// its progress) and at the end.
 fn fill(
-    embedder: &Embedder,
+    mut embed: impl FnMut(&[&str]) -> Result<Vec<Vec<f32>>, embed::EmbedError>,
     store: &mut VectorStore,
     texts: &[&str],
-    max_tokens: usize,
     path: &Path,
     what: &str,
 ) -> Result<(), String> {
@@ -117,7 +122,7 @@ fn fill(
     let mut done = 0;
     for part in missing.chunks(1000) {
         store
-            .fill_missing(embedder, part, max_tokens, 64, |_, _| {})
+            .fill_missing(&mut embed, part, 64, |_, _| {})
             .map_err(|e| e.to_string())?;
         store.save(path).map_err(|e| format!("{}: {e}", path.display()))?;
         done += part.len();

@@ -90,6 +90,7 @@ impl EmbeddingActor {
             model = self.model.as_str(),
             dim = self.dim,
             load_ms = took.as_millis() as u64,
+            queries = embedder.query_precision(),
             vectors = path.as_deref().unwrap_or("memory"),
             cached = store.len();
             "embedding model loaded"

@@ -1,7 +1,9 @@
 //! `QueryEmbedder`: query vectors for searches, on a `SyncArbiter` thread of its own (a forward
 //! pass is milliseconds of CPU and must not run on an actix arbiter or an HTTP worker). It
-//! shares the loaded model (`Arc<Embedder>`, `embed_at` takes `&self`) with the tool
-//! embedding job, and keeps a small LRU cache of recent queries ([`super::cache`]).
+//! shares the loaded model (`Arc<Embedder>`, whose methods take `&self`) with the tool
+//! embedding job, and keeps a small LRU cache of recent queries ([`super::cache`]). Queries go
+//! through `Embedder::embed_queries_at`: the 8-bit query encoder on a CPU with a VNNI unit
+//! (~2.5× faster for a short query), the f32 model elsewhere (`embed::query`).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -66,7 +68,7 @@ impl Handler<EmbedQueries> for QueryEmbedder {
             let texts: Vec<&str> = missing.iter().map(|&i| clipped[i]).collect();
             let vectors = self
                 .embedder
-                .embed_at(&texts, QUERY_MAX_TOKENS)
+                .embed_queries_at(&texts, QUERY_MAX_TOKENS)
                 .map_err(|e| e.to_string())?;
             if vectors.len() != texts.len() {
                 return Err("the model returned a wrong number of vectors".into());

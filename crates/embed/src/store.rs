@@ -218,15 +218,14 @@ impl VectorStore {
         true
     }
 
-    /// Embeds (cut at `max_tokens`, see `Embedder::embed_at`) the texts of `texts` that have
-    /// no vector yet, in chunks of `chunk`, calling
-    /// `progress(done, missing)` after each; returns how many were embedded. Stops at the
-    /// first error (what was embedded before it is kept).
+    /// Embeds with `embed` (`|texts| embedder.embed_at(texts, max_tokens)` for tools,
+    /// `embed_queries_at` for queries) the texts of `texts` that have no vector yet, in chunks
+    /// of `chunk`, calling `progress(done, missing)` after each; returns how many were
+    /// embedded. Stops at the first error (what was embedded before it is kept).
     pub fn fill_missing(
         &mut self,
-        embedder: &crate::Embedder,
+        mut embed: impl FnMut(&[&str]) -> Result<Vec<Vec<f32>>, crate::EmbedError>,
         texts: &[&str],
-        max_tokens: usize,
         chunk: usize,
         mut progress: impl FnMut(usize, usize),
     ) -> Result<usize, crate::EmbedError> {
@@ -239,7 +238,7 @@ impl VectorStore {
         let mut done = 0;
         for part in missing.chunks(chunk.max(1)) {
             let batch: Vec<&str> = part.iter().map(|(_, t)| *t).collect();
-            let vectors = embedder.embed_at(&batch, max_tokens)?;
+            let vectors = embed(&batch)?;
             for ((k, _), v) in part.iter().zip(vectors) {
                 self.insert(*k, v);
             }

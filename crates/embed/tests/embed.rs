@@ -175,3 +175,58 @@ fn a_shorter_cut_keeps_the_first_tokens_and_the_closing_separator() {
         "no cut beyond the model's length"
     );
 }
+
+#[test]
+fn the_query_encoder_equals_the_model_in_f32_and_stays_close_in_8_bits() {
+    use candle_core::quantized::GgmlDType;
+    use candle_transformers::models::bert::Config;
+    use embed::query::QueryEncoder;
+    let Some(e) = embedder() else { return };
+    let dir = default_model_dir();
+    let tensors = candle_core::safetensors::load(dir.join("model.safetensors"), &candle_core::Device::Cpu).unwrap();
+    let config: Config = serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
+    let exact = QueryEncoder::build(&tensors, &config, GgmlDType::F32)
+        .unwrap()
+        .expect("a plain BERT");
+    let eight = QueryEncoder::build(&tensors, &config, GgmlDType::Q8_0)
+        .unwrap()
+        .expect("a plain BERT");
+    let long = "list every open pull request of the repository and its review status ".repeat(20);
+    let texts = [
+        "search the web",
+        "",
+        "send an email to the team about tomorrow's launch",
+        "Termin im Kalender eintragen",
+        long.as_str(),
+    ];
+    let reference = e.embed_at(&texts, 64).unwrap();
+    let ids = e.token_ids(&texts, 64).unwrap();
+    assert_eq!(ids[4].len(), 64, "cut as embed_at cuts");
+    let via = e.embed_queries_at(&texts, 64).unwrap();
+    for (i, text) in texts.iter().enumerate() {
+        // the forward pass itself: equal to candle-transformers' BERT
+        let v = exact.embed(&ids[i]).unwrap();
+        assert!(
+            max_abs_diff(&v, &reference[i]) < 1e-4,
+            "{text:?}: {}",
+            max_abs_diff(&v, &reference[i])
+        );
+        // 8-bit weights: the same direction
+        let q = eight.embed(&ids[i]).unwrap();
+        assert!((dot(&q, &q) - 1.0).abs() < 1e-4);
+        assert!(
+            dot(&q, &reference[i]) > 0.99,
+            "{text:?}: cosine {}",
+            dot(&q, &reference[i])
+        );
+        // the queries' path is one of the two
+        assert!(dot(&via[i], &reference[i]) > 0.99);
+    }
+    let precision = e.query_precision();
+    assert!(precision == "int8" || precision == "f32");
+    assert_eq!(
+        e.query_fingerprint(64) == e.fingerprint(64),
+        precision == "f32",
+        "int8 query vectors are cached apart"
+    );
+}
