@@ -178,7 +178,8 @@
 //! catalog itself says which words name operations: a term that starts the own names of at
 //! least two tools. A request of at most six content words whose first word is such a term
 //! (`delete my last slack message`) gets nothing when none of its best five tools (name slots
-//! aside) has that word or a synonym anywhere: the Slack tools post, list and read messages, and
+//! aside) matches that word anywhere, in any form the search matches words by (itself, a
+//! synonym, inside a name word, one typo off): the Slack tools post, list and read messages, and
 //! offering `slack_post_message` for a deletion is worse than nothing. A first word that names
 //! no operation of the catalog (`show`, `put`), or a best tool with a synonym (`remove` for
 //! `delete`), leaves the request its results. The hybrid search applies the same test to the

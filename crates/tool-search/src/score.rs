@@ -207,8 +207,9 @@ impl Index {
         covered < p.abstain_coverage && (n <= p.short_query_words || through_synonyms)
     }
 
-    /// Whether `doc` has the request's operation word (itself, a synonym or a translation) in
-    /// any field; true when the request has no operation word.
+    /// Whether `doc` has the request's operation word in any form the search matches it by
+    /// (itself, a synonym, a translation, inside a name word, one typo off); true when the
+    /// request has no operation word.
     pub(super) fn has_operation(&self, q: &Prepared, doc: u32) -> bool {
         let Some(g) = q.operation else {
             return true;
@@ -216,12 +217,6 @@ impl Index {
         q.groups[g]
             .expansions
             .iter()
-            .filter(|e| {
-                matches!(
-                    e.kind,
-                    ExpansionKind::Word | ExpansionKind::Alias | ExpansionKind::Foreign
-                )
-            })
             // postings are in tool order
             .any(|e| {
                 self.terms[e.term as usize]
