@@ -416,7 +416,7 @@ struct Params {
     /// least this many tools (`delete` of `delete_file`, `delete_event`) ...
     operation_min_leads: u32,
     /// ... and a request of at most this many content words gets nothing when none of its
-    /// best this-many tools (after name slots) has that word or a synonym anywhere.
+    /// best this-many tools (after name slots) matches that word anywhere (in any form).
     operation_max_words: usize,
     operation_depth: usize,
 }

@@ -230,7 +230,7 @@ impl Index {
     /// order, name slots left out) offers: `delete my last slack message` when the Slack tools
     /// post, list and read messages but none deletes. The request's first word is its
     /// operation when the catalog itself names operations with it (it starts the names of
-    /// several tools); a tool offers it when it has the word or a synonym anywhere. A request
+    /// several tools); a tool offers it when it matches the word anywhere, in any form. A request
     /// the best tools answer in other words (`remove` for `delete`) still gets them.
     pub(super) fn misses_operation(&self, q: &Prepared, best: impl Iterator<Item = u32>) -> bool {
         let p = &PARAMS;
