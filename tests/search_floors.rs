@@ -101,7 +101,7 @@ const LEXICAL: [(&str, f64, f64); 6] = [
 ];
 
 /// Query vectors come from the 8-bit query encoder on a CPU with a VNNI unit and from the
-/// f32 model elsewhere (`embed::query`): the hybrid floors are the lower of the two, less 0.005.
+/// f32 model elsewhere (`embed::encoder`): the hybrid floors are the lower of the two, less 0.005.
 const HYBRID: [(&str, f64, f64); 6] = [
     ("deployment-dev", 0.548, 0.786),
     ("mcp_flow-dev", 0.120, 0.242),

@@ -3,7 +3,7 @@
 //! shares the loaded model (`Arc<Embedder>`, whose methods take `&self`) with the tool
 //! embedding job, and keeps a small LRU cache of recent queries ([`super::cache`]). Queries go
 //! through `Embedder::embed_queries_at`: the 8-bit query encoder on a CPU with a VNNI unit
-//! (~2.5× faster for a short query), the f32 model elsewhere (`embed::query`).
+//! (~2.5× faster for a short query), the f32 model elsewhere (`embed::encoder`).
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -3,7 +3,8 @@
 //!
 //! `cargo run --release -p embed --example measure -- CATALOG.json [QUERIES.json] [MAX_TOOLS]`
 //!
-//! Threads: candle follows `RAYON_NUM_THREADS` (default: all cores).
+//! Threads: `RAYON_NUM_THREADS` (default: all cores); `CANDLE_NUM_THREADS` is 1 unless set, as in
+//! the binary.
 
 use std::time::Instant;
 
@@ -22,6 +23,10 @@ fn rss_kib() -> u64 {
 }
 
 fn main() {
+    // as the binary does (see src/main.rs): the catalog's batches run one per core
+    if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
+        std::env::set_var("CANDLE_NUM_THREADS", "1");
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let catalog = args
         .first()

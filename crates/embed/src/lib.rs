@@ -5,12 +5,13 @@
 //! # Layout
 //!
 //! - [`Embedder`]: the loaded model and tokenizer; [`Embedder::load`] reads a model directory,
-//!   [`Embedder::embed`] embeds a batch of texts (tools: f32), [`Embedder::embed_queries_at`]
-//!   one query at a time, [`Embedder::dim`] is the embedding size.
-//! - [`query`]: the query encoder — the same forward pass with its linear layers' weights in 8
-//!   bits, used for queries on a CPU with a VNNI unit (2–3× faster for a short text; cosine to
-//!   the f32 vector ≥ 0.993 over deployment-dev's 198 requests). `EMBED_QUERY_INT8=0` keeps
-//!   queries in f32, `=1` uses it even without VNNI (slower; for tests).
+//!   [`Embedder::embed`] embeds a batch of texts (tools: f32 weights, one batch of 8 per core at
+//!   a time), [`Embedder::embed_queries_at`] one query at a time, [`Embedder::dim`] is the
+//!   embedding size.
+//! - [`encoder`]: BERT's forward pass, over f32 weights (tools) or 8-bit ones (queries, on a
+//!   CPU with a VNNI unit: 2–3× faster for a short text; cosine to the f32 vector ≥ 0.993 over
+//!   deployment-dev's 198 requests). `EMBED_QUERY_INT8=0` keeps queries in f32, `=1` uses 8 bits
+//!   even without VNNI (slower; for tests).
 //! - [`EmbedError`]: what can go wrong (a missing or malformed file, a tensor error).
 //! - [`default_model_dir`]: where `scripts/fetch-model.sh` installs the model
 //!   (`models/all-MiniLM-L6-v2` under the workspace root), or the `EMBED_MODEL` variable;
@@ -25,10 +26,20 @@
 //!
 //! # Why these crates
 //!
-//! - `candle-core`/`candle-nn`/`candle-transformers`: pure-Rust tensors with a BERT
-//!   implementation that loads the safetensors weights as they are; no C++ runtime to build or
-//!   download. The weights are read into memory (`from_buffered_safetensors`), not memory
-//!   mapped, because mapping a file is `unsafe` in Rust and this crate forbids `unsafe`.
+//! - `candle-core`/`candle-nn`: pure-Rust tensors that load the safetensors weights as they
+//!   are; no C++ runtime to build or download. The weights are read into memory
+//!   (`load_buffer`), not memory mapped, because mapping a file is `unsafe` in Rust and this
+//!   crate forbids `unsafe`. `candle-transformers` gives the BERT config type (and, in the
+//!   tests, the reference BERT the [`encoder`] is checked against).
+//! - `gemm` (candle's matrix product) with its `x86-v4` feature: the AVX-512 kernels, chosen at
+//!   run time where the CPU has AVX-512 (elsewhere the AVX2 ones run as before). Without it
+//!   the products ran on AVX2 kernels on this project's AVX-512 machine: embedding 1,000 tools
+//!   on one core took 45 s with them, 30 s with AVX-512 (before the other changes below).
+//! - `rayon` (already candle's thread pool): [`Embedder::embed`] runs one batch per core. candle
+//!   splits each product across cores by itself, but a batch of 8 tool texts is too small to
+//!   split well: 1,000 tools on 2 cores took 22.4 s that way, 11.9 s one batch per core (with
+//!   `CANDLE_NUM_THREADS=1`, which the binary sets: candle's pool for element-wise steps serves
+//!   one caller at a time, and with it the two batches took turns: 16.9 s).
 //! - `tokenizers` with default features off: the same tokenizer implementation the model was
 //!   published with, read from its `tokenizer.json`, without the hub download (`http`) or the
 //!   progress bar. Its `onig` feature (the regex engine of its pre-tokenizers outside wasm) is
@@ -39,25 +50,23 @@
 //!
 //! # What is measured
 //!
-//! Release build, 2-core machine, all-MiniLM-L6-v2 (f32), by `examples/measure.rs`
-//! (`cargo run --release -p embed --example measure -- ../shared/bench/catalogs/real-11k.json
-//! ../shared/bench/eval/deployment-dev/queries.json`, threads set with `RAYON_NUM_THREADS`):
+//! Release build, 2-core machine (AVX-512 with VNNI), all-MiniLM-L6-v2, by
+//! `examples/measure.rs` (`cargo run --release -p embed --example measure --
+//! ../shared/bench/catalogs/deployment.json ../shared/bench/eval/deployment-dev/queries.json 50`,
+//! threads set with `RAYON_NUM_THREADS`, pinned with `taskset`):
 //!
 //! | what | figure |
 //! | --- | --- |
 //! | load (`Embedder::load`, files in the page cache) | 120–300 ms |
-//! | RSS of the loaded model | +93 MiB (the 87 MiB of f32 weights, read into memory) |
-//! | one query per call, 198 dev queries (mean 55 chars), 1 thread | p50 13.6 ms, p95 30 ms |
-//! | the same through [`Embedder::embed_queries_at`] (8-bit query encoder), cut at 64 tokens, 1 thread, another build running | p50 6.2 ms against 14.2 ms for f32 measured alongside; cosine to the f32 vectors ≥ 0.9931 |
-//! | RSS of the loaded model with the query encoder | +112 MiB (its 8-bit matrices, padded, add ~19 MiB) |
-//! | the same, 2 threads | p50 13.9 ms, p95 26 ms (a short query gains nothing from a second core) |
-//! | all 11,739 tools of real-11k (`name: description`, truncated at 256 tokens), 2 threads | 283 s (42 tools/s; 168% CPU, 72 s of it system time), peak RSS 534 MiB |
+//! | RSS of the loaded model (f32 encoder and 8-bit query encoder) | +121 MiB (the 87 MiB of f32 weights, read into memory, their 8-bit copy padded, ~19 MiB) |
+//! | one query per call, 198 dev queries (mean 55 chars), cut at 64 tokens, 1 core, [`Embedder::embed_queries_at`] (8 bits) | p50 3.5 ms, p95 26 ms; cosine to the f32 vectors ≥ 0.9931 |
+//! | the same in f32 ([`Embedder::embed_at`]) | p50 11.3 ms, p95 20 ms |
+//! | 1,000 random tools of real-11k (the service's text, cut at 128 tokens), `search --embed-model` | 11.9 s on 2 cores (1 core: 20.9 s); before the AVX-512 kernels, the encoder and one batch per core: 30.1 s (1 core: 45 s) |
+//! | all 11,739 tools of real-11k, through the service (`embedding finished`) | 129 s on 2 cores (was 345 s), peak RSS of the proxy 388 MiB |
 //!
-//! The tool texts are 67 tokens at the median, 185 at p90, 86 on average once cut at 256
-//! (2.2% are longer). Cutting at 128 tokens ran the first 300 tools 1.7x faster (55 vs 32
-//! tools/s); the cut is the model directory's `max_seq_length`. The catalog embedding is a
-//! one-off per catalog change, to be cached by whoever builds the semantic index; per-query
-//! cost is what a search pays.
+//! The tool texts are 67 tokens at the median, 185 at p90 (2.2% are longer than 256); the
+//! service cuts them at 128 (see [`Embedder::embed_at`]). The catalog embedding is a one-off per
+//! catalog change (the service persists the vectors); per-query cost is what a search pays.
 //!
 //! Checked against an independent numpy (f64) forward pass over the same weights
 //! (`reference/numpy_reference.py`; `tests/embed.rs` holds its numbers): equal within 1e-4.
@@ -68,24 +77,24 @@ use std::path::{Path, PathBuf};
 
 use candle_core::quantized::GgmlDType;
 use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config, HiddenAct, PositionEmbeddingType};
+use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
+use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationParams};
 
-pub mod query;
+pub mod encoder;
 pub mod store;
 
-use query::QueryEncoder;
+use encoder::Encoder;
 
 /// Truncation length when the model directory does not say (all-MiniLM-L6-v2's
 /// `max_seq_length`).
 pub const DEFAULT_MAX_LENGTH: usize = 256;
 
 /// Texts per forward pass in [`Embedder::embed`] (texts are sorted by length first, so padding
-/// to the longest of a batch wastes little). Measured on real-11k's first 300 tools, 2 threads:
-/// 8 gave 32 tools/s, 4 gave 29, 32 gave 25 (larger batches make attention buffers big enough
-/// that each is a fresh mapping: a third of the time went to page faults).
+/// to the longest of a batch wastes little). Measured on 1,000 random tools of real-11k, one
+/// thread: 4 took 28.5 s, 8 26.8 s, 16 29.2 s, 32 34.6 s, 64 46.7 s (a batch's activations
+/// outgrow the caches, and the element-wise steps between the products wait on memory).
 const BATCH_SIZE: usize = 8;
 
 /// The directory of the model installed by `scripts/fetch-model.sh`, or `EMBED_MODEL` when set.
@@ -209,11 +218,11 @@ struct SentenceBertConfig {
 
 /// A loaded sentence-embedding model: embeds texts into L2-normalised vectors.
 pub struct Embedder {
-    model: BertModel,
-    /// The 8-bit encoder for single queries, where this CPU runs it faster (see [`query`]).
-    query: Option<QueryEncoder>,
+    /// The model with f32 weights: the catalog's tools, and queries where `query` is `None`.
+    model: Encoder,
+    /// The 8-bit encoder for single queries, where this CPU runs it faster (see [`encoder`]).
+    query: Option<Encoder>,
     tokenizer: Tokenizer,
-    device: Device,
     dim: usize,
     max_length: usize,
     /// SHA-256 (hex, first 16 bytes) of the weights, tokenizer and config files.
@@ -277,18 +286,24 @@ impl Embedder {
                 })
                 .collect::<Result<_, candle_core::Error>>()?;
         drop(weights);
-        let model = BertModel::load(VarBuilder::from_tensors(tensors.clone(), DType::F32, &device), &config)?;
+        let Some(model) = Encoder::build(&tensors, &config, GgmlDType::F32)? else {
+            return Err(EmbedError::Config {
+                path: dir.join("config.json"),
+                message: "not a BERT this embedder runs (one with absolute position embeddings, GELU and \
+                          the bert-base tensor names is needed)"
+                    .to_owned(),
+            });
+        };
         let query = match std::env::var("EMBED_QUERY_INT8").as_deref() {
             Ok("0") => None,
-            Ok("1") => QueryEncoder::build(&tensors, &config, GgmlDType::Q8_0)?,
-            _ if QueryEncoder::worthwhile() => QueryEncoder::build(&tensors, &config, GgmlDType::Q8_0)?,
+            Ok("1") => Encoder::build(&tensors, &config, GgmlDType::Q8_0)?,
+            _ if Encoder::int8_worthwhile() => Encoder::build(&tensors, &config, GgmlDType::Q8_0)?,
             _ => None,
         };
         Ok(Self {
             model,
             query,
             tokenizer,
-            device,
             dim: config.hidden_size,
             max_length,
             files_digest,
@@ -311,7 +326,7 @@ impl Embedder {
         }
     }
 
-    /// How queries are embedded: `"int8"` (the 8-bit encoder, see [`query`]) or `"f32"`.
+    /// How queries are embedded: `"int8"` (the 8-bit encoder, see [`encoder`]) or `"f32"`.
     pub fn query_precision(&self) -> &'static str {
         if self.query.is_some() {
             "int8"
@@ -347,33 +362,25 @@ impl Embedder {
 
     /// [`Self::embed`] with texts cut at `max_tokens` tokens (special tokens included; at most
     /// [`Self::max_length`]). Tool texts are cut at 128: 98% of real tools fit, and the rest
-    /// embed ~1.7× faster than at 256 (see "What is measured"). The cut keeps the first tokens
-    /// and the closing `[SEP]`, exactly as the tokenizer's own truncation would.
+    /// embed ~1.7× faster than at 256 (measured on real-11k's first 300 tools). The cut keeps
+    /// the first tokens and the closing `[SEP]`, exactly as the tokenizer's own truncation
+    /// would. Batches of 8 texts of similar length run one per core (rayon's pool).
     pub fn embed_at(&self, texts: &[&str], max_tokens: usize) -> Result<Vec<Vec<f32>>, EmbedError> {
         let encodings = self.token_ids(texts, max_tokens)?;
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| encodings[i].len());
 
+        // one batch per core at a time (rayon's pool), each batch's products on its own thread
+        let vectors = order
+            .par_chunks(BATCH_SIZE)
+            .map(|chunk| {
+                let batch: Vec<&[u32]> = chunk.iter().map(|&i| encodings[i].as_slice()).collect();
+                self.model.embed_batch(&batch)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let mut out = vec![Vec::new(); texts.len()];
-        for chunk in order.chunks(BATCH_SIZE) {
-            let longest = chunk.iter().map(|&i| encodings[i].len()).max().unwrap_or(0);
-            let mut ids = Vec::with_capacity(chunk.len() * longest);
-            let mut mask = Vec::with_capacity(chunk.len() * longest);
-            for &i in chunk {
-                let e = &encodings[i];
-                ids.extend_from_slice(e);
-                mask.extend(std::iter::repeat_n(1u32, e.len()));
-                let pad = longest - e.len();
-                ids.extend(std::iter::repeat_n(0u32, pad));
-                mask.extend(std::iter::repeat_n(0u32, pad));
-            }
-            let shape = (chunk.len(), longest);
-            let ids = Tensor::from_vec(ids, shape, &self.device)?;
-            let mask = Tensor::from_vec(mask, shape, &self.device)?;
-            let type_ids = ids.zeros_like()?;
-            let hidden = self.model.forward(&ids, &type_ids, Some(&mask))?;
-            let vectors = mean_pool_normalise(&hidden, &mask)?;
-            for (&i, v) in chunk.iter().zip(vectors) {
+        for (chunk, batch) in order.chunks(BATCH_SIZE).zip(vectors) {
+            for (&i, v) in chunk.iter().zip(batch) {
                 out[i] = v;
             }
         }
@@ -381,7 +388,7 @@ impl Embedder {
     }
 
     /// [`Self::embed_at`] for queries: each text on its own through the 8-bit encoder where
-    /// this CPU has one (see [`query`]; ~2.5× faster for a short text, cosine to the f32
+    /// this CPU has one (see [`encoder`]; ~2.5× faster for a short text, cosine to the f32
     /// vector > 0.99), else exactly [`Self::embed_at`]. Their fingerprint is
     /// [`Self::query_fingerprint`].
     pub fn embed_queries_at(&self, texts: &[&str], max_tokens: usize) -> Result<Vec<Vec<f32>>, EmbedError> {
@@ -418,15 +425,4 @@ impl Embedder {
             .collect();
         Ok(encodings)
     }
-}
-
-/// Mean of the token vectors of `hidden` (batch, tokens, dim) where `mask` (batch, tokens) is
-/// 1, then scaled to unit length.
-fn mean_pool_normalise(hidden: &Tensor, mask: &Tensor) -> Result<Vec<Vec<f32>>, EmbedError> {
-    let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-    let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
-    let counts = mask.sum(1)?.clamp(1e-9f32, f32::MAX)?;
-    let mean = summed.broadcast_div(&counts)?;
-    let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12f32, f32::MAX)?;
-    Ok(mean.broadcast_div(&norm)?.to_vec2::<f32>()?)
 }

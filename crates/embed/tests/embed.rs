@@ -177,18 +177,24 @@ fn a_shorter_cut_keeps_the_first_tokens_and_the_closing_separator() {
 }
 
 #[test]
-fn the_query_encoder_equals_the_model_in_f32_and_stays_close_in_8_bits() {
+fn the_encoder_equals_candle_transformers_bert_in_f32_and_stays_close_in_8_bits() {
     use candle_core::quantized::GgmlDType;
-    use candle_transformers::models::bert::Config;
-    use embed::query::QueryEncoder;
+    use candle_core::{DType, Device, Tensor};
+    use candle_transformers::models::bert::{BertModel, Config};
+    use embed::encoder::Encoder;
     let Some(e) = embedder() else { return };
     let dir = default_model_dir();
-    let tensors = candle_core::safetensors::load(dir.join("model.safetensors"), &candle_core::Device::Cpu).unwrap();
+    let tensors = candle_core::safetensors::load(dir.join("model.safetensors"), &Device::Cpu).unwrap();
     let config: Config = serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
-    let exact = QueryEncoder::build(&tensors, &config, GgmlDType::F32)
+    let bert = BertModel::load(
+        candle_nn::VarBuilder::from_tensors(tensors.clone(), DType::F32, &Device::Cpu),
+        &config,
+    )
+    .unwrap();
+    let exact = Encoder::build(&tensors, &config, GgmlDType::F32)
         .unwrap()
         .expect("a plain BERT");
-    let eight = QueryEncoder::build(&tensors, &config, GgmlDType::Q8_0)
+    let eight = Encoder::build(&tensors, &config, GgmlDType::Q8_0)
         .unwrap()
         .expect("a plain BERT");
     let long = "list every open pull request of the repository and its review status ".repeat(20);
@@ -199,18 +205,29 @@ fn the_query_encoder_equals_the_model_in_f32_and_stays_close_in_8_bits() {
         "Termin im Kalender eintragen",
         long.as_str(),
     ];
-    let reference = e.embed_at(&texts, 64).unwrap();
     let ids = e.token_ids(&texts, 64).unwrap();
     assert_eq!(ids[4].len(), 64, "cut as embed_at cuts");
+    // candle-transformers' BERT, each text alone, mean-pooled and normalised
+    let reference: Vec<Vec<f32>> = ids
+        .iter()
+        .map(|t| {
+            let x = Tensor::new(t.as_slice(), &Device::Cpu).unwrap().unsqueeze(0).unwrap();
+            let hidden = bert.forward(&x, &x.zeros_like().unwrap(), None).unwrap();
+            let mean: Vec<f32> = hidden.mean(1).unwrap().squeeze(0).unwrap().to_vec1().unwrap();
+            let norm = dot(&mean, &mean).sqrt();
+            mean.iter().map(|v| v / norm).collect()
+        })
+        .collect();
+    let refs: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
+    let batch = exact.embed_batch(&refs).unwrap();
+    let via_embedder = e.embed_at(&texts, 64).unwrap();
     let via = e.embed_queries_at(&texts, 64).unwrap();
     for (i, text) in texts.iter().enumerate() {
-        // the forward pass itself: equal to candle-transformers' BERT
-        let v = exact.embed(&ids[i]).unwrap();
-        assert!(
-            max_abs_diff(&v, &reference[i]) < 1e-4,
-            "{text:?}: {}",
-            max_abs_diff(&v, &reference[i])
-        );
+        // the forward pass itself, alone and padded in a batch: equal to candle-transformers' BERT
+        for v in [exact.embed(&ids[i]).unwrap(), batch[i].clone(), via_embedder[i].clone()] {
+            let d = max_abs_diff(&v, &reference[i]);
+            assert!(d < 1e-4, "{text:?}: {d}");
+        }
         // 8-bit weights: the same direction
         let q = eight.embed(&ids[i]).unwrap();
         assert!((dot(&q, &q) - 1.0).abs() < 1e-4);
@@ -222,6 +239,7 @@ fn the_query_encoder_equals_the_model_in_f32_and_stays_close_in_8_bits() {
         // the queries' path is one of the two
         assert!(dot(&via[i], &reference[i]) > 0.99);
     }
+    assert!(exact.embed_batch(&[]).unwrap().is_empty());
     let precision = e.query_precision();
     assert!(precision == "int8" || precision == "f32");
     assert_eq!(
