@@ -48,14 +48,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // Before any thread starts: candle's pool for element-wise tensor steps (sized by
-    // CANDLE_NUM_THREADS, default all cores) serves one caller at a time, and the embedding of a
-    // catalog runs one batch per core (embed::Embedder::embed_at), each calling it; with the
-    // pool, the batches took turns (1,000 tools on 2 cores: 16.9 s against 11.9 s without).
-    // An explicit CANDLE_NUM_THREADS is kept.
-    if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
-        std::env::set_var("CANDLE_NUM_THREADS", "1");
-    }
+    // before any thread starts: the catalog's embedding runs one batch per core
+    embed::run_batches_one_per_core();
     let cli = Cli::parse();
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(),

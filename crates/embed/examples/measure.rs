@@ -23,10 +23,8 @@ fn rss_kib() -> u64 {
 }
 
 fn main() {
-    // as the binary does (see src/main.rs): the catalog's batches run one per core
-    if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
-        std::env::set_var("CANDLE_NUM_THREADS", "1");
-    }
+    // as the binary does: the catalog's batches run one per core
+    embed::run_batches_one_per_core();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let catalog = args
         .first()

@@ -4,7 +4,8 @@
 //! CPU multiplies those faster than floats).
 //!
 //! It follows candle-transformers' BERT (`BertModel`, which the tests compare it with: equal
-//! to 1e-4 with f32 weights) with two differences that make it faster and change nothing else:
+//! to 1e-4 with f32 weights) with two differences that make it faster and change its output
+//! only by float rounding:
 //!
 //! - **GELU by a rational approximation of erf** ([`gelu`]): BERT's exact GELU,
 //!   `x·(1 + erf(x/√2))/2`, was candle's scalar `erf` from `libm` (branches and an `expf` per

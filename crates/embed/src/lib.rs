@@ -38,8 +38,9 @@
 //! - `rayon` (already candle's thread pool): [`Embedder::embed`] runs one batch per core. candle
 //!   splits each product across cores by itself, but a batch of 8 tool texts is too small to
 //!   split well: 1,000 tools on 2 cores took 22.4 s that way, 11.9 s one batch per core (with
-//!   `CANDLE_NUM_THREADS=1`, which the binary sets: candle's pool for element-wise steps serves
-//!   one caller at a time, and with it the two batches took turns: 16.9 s).
+//!   `CANDLE_NUM_THREADS=1`, which the binary sets through [`run_batches_one_per_core`]: candle's
+//!   pool for element-wise steps serves one caller at a time, and with it the two batches took
+//!   turns: 16.9 s).
 //! - `tokenizers` with default features off: the same tokenizer implementation the model was
 //!   published with, read from its `tokenizer.json`, without the hub download (`http`) or the
 //!   progress bar. Its `onig` feature (the regex engine of its pre-tokenizers outside wasm) is
@@ -96,6 +97,18 @@ pub const DEFAULT_MAX_LENGTH: usize = 256;
 /// thread: 4 took 28.5 s, 8 26.8 s, 16 29.2 s, 32 34.6 s, 64 46.7 s (a batch's activations
 /// outgrow the caches, and the element-wise steps between the products wait on memory).
 const BATCH_SIZE: usize = 8;
+
+/// Makes candle's pool for element-wise tensor steps run them on the calling thread
+/// (`CANDLE_NUM_THREADS=1`) unless the environment already sets it. [`Embedder::embed`] runs one
+/// batch per core, and that pool (default: one thread per core) serves one caller at a time, so
+/// with it the batches took turns: 1,000 tools on 2 cores took 16.9 s against 11.9 s without.
+/// Call it at the start of `main`, before any thread starts (the environment is process-wide
+/// and not safe to change while other threads read it).
+pub fn run_batches_one_per_core() {
+    if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
+        std::env::set_var("CANDLE_NUM_THREADS", "1");
+    }
+}
 
 /// The directory of the model installed by `scripts/fetch-model.sh`, or `EMBED_MODEL` when set.
 pub fn default_model_dir() -> PathBuf {
