@@ -92,7 +92,7 @@ fn score(catalog: &Path, queries: &Path, embedder: Option<&mut EvalEmbedder>) ->
 
 /// Floors: (set, R@1, R@5) overall, measured at the commit that set them, less 0.005.
 const LEXICAL: [(&str, f64, f64); 6] = [
-    ("deployment-dev", 0.491, 0.683),
+    ("deployment-dev", 0.513, 0.710),
     ("mcp_flow-dev", 0.031, 0.079),
     ("mcptoolbench", 0.745, 0.908),
     ("metatool-dev", 0.397, 0.615),
@@ -103,7 +103,7 @@ const LEXICAL: [(&str, f64, f64); 6] = [
 /// Query vectors come from the 8-bit query encoder on a CPU with a VNNI unit and from the
 /// f32 model elsewhere (`embed::encoder`): the hybrid floors are the lower of the two, less 0.005.
 const HYBRID: [(&str, f64, f64); 6] = [
-    ("deployment-dev", 0.548, 0.786),
+    ("deployment-dev", 0.576, 0.808),
     ("mcp_flow-dev", 0.120, 0.242),
     ("mcptoolbench", 0.730, 0.904),
     ("metatool-dev", 0.527, 0.769),
@@ -114,8 +114,8 @@ const HYBRID: [(&str, f64, f64); 6] = [
 /// deployment-dev's unanswerable and answerable requests: (least share of unanswerable
 /// requests that get nothing, most share of answerable ones that get nothing), measured at the
 /// commit that set them (abstain less one request in 15, zero-result plus one in 183).
-const LEXICAL_ABSTENTION: (f64, f64) = (0.266, 0.088);
-const HYBRID_ABSTENTION: (f64, f64) = (0.2, 0.039);
+const LEXICAL_ABSTENTION: (f64, f64) = (0.266, 0.066);
+const HYBRID_ABSTENTION: (f64, f64) = (0.2, 0.017);
 
 fn check(
     label: &str,

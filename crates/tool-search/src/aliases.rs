@@ -1,5 +1,6 @@
 //! A small built-in table of tool vocabulary: English synonyms and their Italian, Spanish,
-//! French, German and Portuguese equivalents, for the verbs and objects tools are named after.
+//! French, German, Portuguese, Russian, Chinese and Japanese equivalents, for the verbs and
+//! objects tools are named after.
 //!
 //! Why: lexical search cannot bridge `ticket` → `issue` or `invia` → `send` on its own, and
 //! these few hundred words cover most of what models type. The table is general vocabulary
@@ -11,19 +12,22 @@
 //!   member expands to the entry's English words (which are what catalogs are written in).
 //!   English members match by English stem; other members match by their exact form, or —
 //!   when the word is unknown to the catalog — by the Snowball stem of their own language, so
-//!   `inviare`, `invia` and `inviato` all reach `send`.
+//!   `inviare`, `invia` and `inviato` all reach `send` (and `ошибки`, `ошибок` reach `issue`).
+//!   Chinese and Japanese members are runs of Han and kana: those scripts put no spaces between
+//!   words, so [`AliasTable::cjk_words`] finds them in a query's run of such characters by
+//!   longest match (`创建一个新的仓库` holds `创建`, `新` and `仓库`).
 //! - `narrower words > broader words`: a one-way link from an instance or a narrower word to
 //!   the broader words tools are described with (`french` → `language`, `usd` → `currency`,
 //!   `tomorrow` → `date`), never back.
 //!
 //! The unit tests parse the shipped file, so a malformed line fails `cargo test`, not a search.
 
-use crate::hashing::FxHashMap;
+use crate::hashing::{FxHashMap, FxHashSet};
 use std::sync::OnceLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
-use super::analyzer::Analyzer;
+use super::analyzer::{is_ideograph, Analyzer};
 
 /// The shipped table.
 const SHIPPED: &str = include_str!("aliases.txt");
@@ -106,13 +110,28 @@ fn entry_words(side: &str) -> Vec<&str> {
 }
 
 /// Languages whose Snowball stems are tried for words the catalog does not know.
-const FOREIGN: [Algorithm; 5] = [
+const FOREIGN: [Algorithm; 6] = [
     Algorithm::Italian,
     Algorithm::Spanish,
     Algorithm::French,
     Algorithm::German,
     Algorithm::Portuguese,
+    Algorithm::Russian,
 ];
+
+/// Whether `word` is written in the script of `language`'s stemmer: Cyrillic for Russian,
+/// Latin for the others. A stemmer given another script's word returns it unchanged, which
+/// would make every such word its own "stem".
+fn stems_in(language: Algorithm, word: &str) -> bool {
+    let cyrillic = word.chars().any(|c| matches!(c as u32, 0x0400..=0x052F));
+    (language == Algorithm::Russian) == cyrillic && !word.chars().any(is_ideograph)
+}
+
+/// Whether every character of `word` is Han or kana: a word of the table that
+/// [`AliasTable::cjk_words`] finds inside a run of such characters.
+fn is_cjk_word(word: &str) -> bool {
+    !word.is_empty() && word.chars().all(is_ideograph)
+}
 
 /// Where a query word found its alias row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,7 +150,11 @@ pub struct AliasTable {
     foreign_exact: FxHashMap<String, Vec<usize>>,
     /// (language, stem) → rows.
     foreign_stem: Vec<FxHashMap<String, Vec<usize>>>,
-    stemmers: Vec<Stemmer>,
+    stemmers: Vec<(Algorithm, Stemmer)>,
+    /// Chinese and Japanese forms (all Han or kana), found by longest match in a run.
+    cjk: FxHashSet<String>,
+    /// The longest of them, in characters.
+    cjk_max_chars: usize,
     /// English stems of each row's English words.
     targets: Vec<Vec<String>>,
     /// Each concept row's first English word (what [`AliasTable::in_english`] writes).
@@ -153,7 +176,8 @@ impl AliasTable {
 
     fn from_entries(entries: &[Entry<'_>]) -> AliasTable {
         let analyzer = Analyzer::default();
-        let stemmers: Vec<Stemmer> = FOREIGN.iter().map(|a| Stemmer::create(*a)).collect();
+        let stemmers: Vec<(Algorithm, Stemmer)> = FOREIGN.iter().map(|&a| (a, Stemmer::create(a))).collect();
+        let mut cjk: FxHashSet<String> = FxHashSet::default();
         let mut english: FxHashMap<String, Vec<usize>> = FxHashMap::default();
         let mut foreign_exact: FxHashMap<String, Vec<usize>> = FxHashMap::default();
         let mut foreign_stem: Vec<FxHashMap<String, Vec<usize>>> =
@@ -175,7 +199,13 @@ impl AliasTable {
                     targets.push(t);
                     for w in other {
                         push_unique(foreign_exact.entry(w.to_string()).or_default(), row);
-                        for (i, st) in stemmers.iter().enumerate() {
+                        if is_cjk_word(w) {
+                            cjk.insert(w.to_string());
+                        }
+                        for (i, (language, st)) in stemmers.iter().enumerate() {
+                            if !stems_in(*language, w) {
+                                continue;
+                            }
                             let s = st.stem(w);
                             if s.chars().count() >= 4 {
                                 push_unique(foreign_stem[i].entry(s.into_owned()).or_default(), row);
@@ -193,11 +223,14 @@ impl AliasTable {
                 }
             }
         }
+        let cjk_max_chars = cjk.iter().map(|w| w.chars().count()).max().unwrap_or(0);
         AliasTable {
             english,
             foreign_exact,
             foreign_stem,
             stemmers,
+            cjk,
+            cjk_max_chars,
             targets,
             first_english,
             analyzer,
@@ -213,9 +246,13 @@ impl AliasTable {
     /// stay a reunion. In such a text, a word is translated when it is a foreign form, or an
     /// inflection of one by its language's stem (`inviato`, `Kunden`), and not an English word
     /// of the table (`time`, `post` stay). Words after an elision (`l'apprentissage`) count on
-    /// their own; everything else is kept as written.
+    /// their own. In a run of Han and kana, the table's words ([`AliasTable::cjk_words`]) are
+    /// written in English and set apart, and the run's other characters dropped: the reader
+    /// cannot read them (`创建一个新的 GitHub 仓库` → `create new GitHub repository`); a run
+    /// without a table word is kept. Everything else is kept as written.
     pub fn in_english(&self, text: &str) -> String {
-        let chunks: Vec<(&str, &str, &str)> = text.split_whitespace().map(split_word).collect();
+        let raw: Vec<&str> = text.split_whitespace().collect();
+        let chunks: Vec<(&str, &str, &str)> = raw.iter().map(|c| split_word(c)).collect();
         let exact = |w: &str| -> Option<&str> {
             if self.english.contains_key(&self.analyzer.stem(w)) {
                 return None;
@@ -227,28 +264,102 @@ impl AliasTable {
             if w.chars().count() < 4 || self.english.contains_key(&self.analyzer.stem(w)) {
                 return None;
             }
-            self.stemmers.iter().enumerate().find_map(|(i, st)| {
+            self.stemmers.iter().enumerate().find_map(|(i, (language, st))| {
+                if !stems_in(*language, w) {
+                    return None;
+                }
                 let rows = self.foreign_stem[i].get(st.stem(w).as_ref())?;
                 rows.iter().find_map(|&r| self.first_english[r].as_deref())
             })
         };
         let lower: Vec<String> = chunks.iter().map(|(_, w, _)| w.to_lowercase()).collect();
         let english = lower.iter().any(|w| ENGLISH_FUNCTION_WORDS.contains(&w.as_str()));
-        let foreign = lower.iter().any(|w| exact(w).is_some());
+        let has_cjk = |chunk: &str| chunk.chars().any(is_ideograph);
+        let foreign = lower.iter().any(|w| exact(w).is_some())
+            || raw.iter().any(|c| has_cjk(c) && self.cjk_chunk_in_english(c).is_some());
         if english || !foreign {
             return text.to_owned();
         }
         let out: Vec<String> = chunks
             .iter()
             .zip(&lower)
-            .map(
-                |(&(head, word, tail), lower)| match exact(lower).or_else(|| stemmed(lower)) {
+            .zip(&raw)
+            .map(|((&(head, word, tail), lower), raw)| {
+                if has_cjk(raw) {
+                    return self.cjk_chunk_in_english(raw).unwrap_or_else(|| raw.to_string());
+                }
+                match exact(lower).or_else(|| stemmed(lower)) {
                     Some(english) => format!("{head}{english}{tail}"),
                     None => format!("{head}{word}{tail}"),
-                },
-            )
+                }
+            })
             .collect();
-        out.join(" ")
+        out.join(" ").split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    /// `chunk` (no whitespace) with each run of Han and kana that holds words of the table
+    /// replaced by those words' English, set apart by spaces; `None` when no run holds one.
+    fn cjk_chunk_in_english(&self, chunk: &str) -> Option<String> {
+        let chars: Vec<char> = chunk.chars().collect();
+        let mut out = String::with_capacity(chunk.len());
+        let mut found_any = false;
+        let mut i = 0;
+        while i < chars.len() {
+            if !is_ideograph(chars[i]) {
+                out.push(chars[i]);
+                i += 1;
+                continue;
+            }
+            let end = i + chars[i..].iter().take_while(|c| is_ideograph(**c)).count();
+            let run = &chars[i..end];
+            let found = self.cjk_words(run);
+            if found.is_empty() {
+                out.extend(run);
+            }
+            for (start, stop) in found {
+                let word: String = run[start..stop].iter().collect();
+                let english = self
+                    .foreign_exact
+                    .get(&word)
+                    .and_then(|rows| rows.iter().find_map(|&r| self.first_english[r].as_deref()));
+                if let Some(english) = english {
+                    found_any = true;
+                    out.push(' ');
+                    out.push_str(english);
+                    out.push(' ');
+                }
+            }
+            i = end;
+        }
+        found_any.then_some(out)
+    }
+
+    /// The table's Chinese and Japanese words in `run` (Han and kana characters, which those
+    /// languages write without spaces), as character ranges: from the left, the longest table
+    /// word starting at each position; a character no table word starts is skipped. Greedy
+    /// longest match is the classic dictionary segmentation; with a table of tool vocabulary
+    /// it finds the words a request's tool hangs on and passes over the grammar between them
+    /// (`把这个网页的内容抓取下来` → `网页`, `抓取`). Work: the run's length × the longest
+    /// word's, squared (at most 12 characters).
+    pub fn cjk_words(&self, run: &[char]) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        let mut key = String::new();
+        let mut i = 0;
+        while i < run.len() {
+            let longest = (1..=self.cjk_max_chars.min(run.len() - i)).rev().find(|&n| {
+                key.clear();
+                key.extend(&run[i..i + n]);
+                self.cjk.contains(&key)
+            });
+            match longest {
+                Some(n) => {
+                    out.push((i, i + n));
+                    i += n;
+                }
+                None => i += 1,
+            }
+        }
+        out
     }
 
     /// English target stems for a lower-case query `word` whose English stem is `stem`.
@@ -270,7 +381,10 @@ impl AliasTable {
         } else if let Some(r) = self.foreign_exact.get(word) {
             add(&mut rows, r, AliasMatch::Exact);
         } else if rows.is_empty() && word.chars().count() >= 4 {
-            for (i, st) in self.stemmers.iter().enumerate() {
+            for (i, (language, st)) in self.stemmers.iter().enumerate() {
+                if !stems_in(*language, word) {
+                    continue;
+                }
                 if let Some(r) = self.foreign_stem[i].get(st.stem(word).as_ref()) {
                     add(&mut rows, r, AliasMatch::ForeignStem);
                 }
@@ -363,6 +477,58 @@ mod tests {
     }
 
     #[test]
+    fn chinese_japanese_and_russian_requests_are_written_in_english() {
+        let t = table();
+        assert_eq!(
+            t.in_english("创建一个新的 GitHub 仓库"),
+            "create create GitHub repository"
+        );
+        assert_eq!(t.in_english("把这个网页的内容抓取下来"), "page get");
+        assert_eq!(t.in_english("明日の予定を確認したい"), "event check");
+        // inflected Russian words reach their row by the Russian stem
+        assert_eq!(t.in_english("найти ошибки в Sentry"), "search issue в Sentry");
+        // a run without a table word is kept; so is English around Han characters
+        assert_eq!(t.in_english("你好"), "你好");
+        assert_eq!(t.in_english("send the 文件"), "send the 文件");
+    }
+
+    #[test]
+    fn runs_of_han_and_kana_are_read_by_longest_match() {
+        let t = table();
+        let found = |s: &str| -> Vec<String> {
+            let chars: Vec<char> = s.chars().collect();
+            t.cjk_words(&chars)
+                .into_iter()
+                .map(|(a, b)| chars[a..b].iter().collect())
+                .collect()
+        };
+        // `新闻` (news) is one word, not `新` (new) and a stray character
+        assert_eq!(found("最新新闻"), ["新", "新闻"]);
+        assert_eq!(found("创建一个新的仓库"), ["创建", "新", "仓库"]);
+        assert_eq!(
+            found("ノートブックから音声解説を作成"),
+            ["ノートブック", "音声", "作成"]
+        );
+        assert!(found("你好").is_empty());
+        assert!(found("").is_empty());
+    }
+
+    #[test]
+    fn each_stemmer_sees_only_words_of_its_script() {
+        assert!(stems_in(Algorithm::Russian, "ошибки"));
+        assert!(!stems_in(Algorithm::Russian, "invia"));
+        assert!(stems_in(Algorithm::Italian, "invia"));
+        assert!(!stems_in(Algorithm::German, "ошибки"));
+        assert!(!stems_in(Algorithm::Italian, "仓库"));
+        let t = table();
+        let a = Analyzer::default();
+        let targets = |w: &str| -> Vec<String> { t.lookup(w, &a.stem(w), false).into_iter().map(|(s, _)| s).collect() };
+        // not in the table as written: found by its Russian stem (`ошибк`)
+        assert!(targets("ошибками").contains(&a.stem("issue")));
+        assert!(targets("仓库").contains(&a.stem("repository")));
+    }
+
+    #[test]
     fn words_are_split_from_their_punctuation_and_elisions() {
         assert_eq!(split_word("(hello),"), ("(", "hello", "),"));
         assert_eq!(split_word("l'hôte"), ("l'", "hôte", ""));
@@ -382,8 +548,15 @@ mod tests {
                 Entry::OneWay { narrower, broader } => narrower.iter().chain(broader).copied().collect(),
             };
             for w in all {
-                // a word the analyzer would split or change could never match a query word
-                assert_eq!(words(w), [w], "{entry:?}");
+                if is_cjk_word(w) {
+                    // read by longest match in a run of Han and kana, which the analyzer
+                    // splits one character a word
+                    assert!(w.chars().count() <= 12, "{w}: longer than cjk_words' bound");
+                    assert_eq!(words(w).concat(), w, "{entry:?}");
+                } else {
+                    // a word the analyzer would split or change could never match a query word
+                    assert_eq!(words(w), [w], "{entry:?}");
+                }
             }
         }
         assert!(matches!(&entries[0], Entry::Concept { english, .. } if english[0] == "send"));

@@ -59,7 +59,12 @@
 //!
 //! Words are runs of letters and digits, split again at camelCase (`threadId` → `thread id`),
 //! because tool and parameter names glue words; a plural acronym stays one word (`URLs`). Han,
-//! kana and hangul characters are one word each (those scripts put no spaces between words).
+//! kana and hangul characters are one word each (those scripts put no spaces between words);
+//! in a query, a run of them that holds Chinese or Japanese words of the alias table is read
+//! as those words, found by longest match (`创建一个新的 GitHub 仓库` → `创建`, `新`, `仓库`,
+//! `github`), and the characters between them the catalog does not know are dropped: they are
+//! the grammar around the words (`一个`, `的`), and as unknown words they would count against
+//! every tool.
 //! A short stop list drops words that say nothing about which tool is meant: filler (`the`,
 //! `please`; the clitic of `user's`), the scaffolding of a pasted request (`interested`,
 //! `provide`, `currently`, `following`) and prepositions that never name an operation
@@ -215,7 +220,8 @@
 //! ([`semantic::query_text`]): a path or a quoted string is data for the call, not words about
 //! the tool. The model knows only English, so a request that reads as another language gets
 //! the alias table's English for the words it knows ([`aliases::AliasTable::in_english`]:
-//! `enviar un mensaje al canal de Slack` is read as `send un message al channel de Slack`).
+//! `enviar un mensaje al canal de Slack` is read as `send un message al channel de Slack`,
+//! `创建一个新的 GitHub 仓库` as `create create GitHub repository`).
 //! The constants are the largest semantic weights at which no visible set loses
 //! beyond noise (`README.md`).
 

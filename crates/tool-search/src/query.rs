@@ -103,6 +103,7 @@ impl Index {
         let mut words = analyzer::query_words(query);
         words.truncate(MAX_QUERY_WORDS);
         let words = self.glue_camel_case(words);
+        let words = self.read_cjk_runs(words);
         let content: Vec<&QueryWord> = words.iter().filter(|w| !is_stop_word(&w.text)).collect();
         // A query of only stop words ("all", "me") still means something: keep them.
         let chosen: Vec<&QueryWord> = if content.is_empty() {
@@ -277,6 +278,63 @@ impl Index {
                 }
             }
             out.extend_from_slice(&words[i..end]);
+            i = end;
+        }
+        out
+    }
+
+    /// The analyzer makes each Han or kana character a word of its own (those scripts put no
+    /// spaces between words). Where a run of such words holds words of the alias table
+    /// (`创建`, `仓库`: [`aliases::AliasTable::cjk_words`]), the run becomes those words, plus
+    /// any of its other characters the catalog knows; the rest is the grammar between them
+    /// (`一个`, `的`), which no catalog written in English can match and which would otherwise
+    /// count as unknown words against every tool. A run without a table word stays as it is.
+    fn read_cjk_runs(&self, words: Vec<QueryWord>) -> Vec<QueryWord> {
+        let single_cjk = |w: &QueryWord| {
+            let mut chars = w.text.chars();
+            matches!((chars.next(), chars.next()), (Some(c), None) if analyzer::is_ideograph(c))
+        };
+        if !words.iter().any(single_cjk) {
+            return words;
+        }
+        let table = aliases::table();
+        let mut out: Vec<QueryWord> = Vec::with_capacity(words.len());
+        let mut i = 0;
+        while i < words.len() {
+            let end = i + words[i..].iter().take_while(|w| single_cjk(w)).count();
+            if end == i {
+                out.push(words[i].clone());
+                i += 1;
+                continue;
+            }
+            let run = &words[i..end];
+            let chars: Vec<char> = run.iter().filter_map(|w| w.text.chars().next()).collect();
+            let found = table.cjk_words(&chars);
+            if found.is_empty() {
+                out.extend_from_slice(run);
+            } else {
+                let mut at = 0;
+                for (start, stop) in found {
+                    out.extend(
+                        run[at..start]
+                            .iter()
+                            .filter(|w| self.term(&self.analyzer.stem(&w.text)).is_some())
+                            .cloned(),
+                    );
+                    out.push(QueryWord {
+                        text: chars[start..stop].iter().collect(),
+                        literal: run[start..stop].iter().all(|w| w.literal),
+                        camel: false,
+                    });
+                    at = stop;
+                }
+                out.extend(
+                    run[at..]
+                        .iter()
+                        .filter(|w| self.term(&self.analyzer.stem(&w.text)).is_some())
+                        .cloned(),
+                );
+            }
             i = end;
         }
         out

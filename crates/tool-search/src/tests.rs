@@ -166,6 +166,19 @@ fn other_languages_reach_english_tools() {
 }
 
 #[test]
+fn chinese_japanese_and_russian_requests_reach_english_tools() {
+    // the run `创建一个新的` holds the table's `创建` and `新`; `一个`, `的` are dropped
+    assert_eq!(top("创建一个新的 GitHub 问题")[0], "github-create_issue");
+    assert_eq!(top("截图当前页面")[0], "browser_take_screenshot");
+    assert_eq!(top("カレンダーのイベントを作成")[0], "calendar-create-event");
+    // inflected: `почтой` (by mail) is not in the table; it reaches `почта` by its Russian stem
+    assert_eq!(top("отправить почтой")[0], "gmail-send_message");
+    assert!(top("почтой").first().is_some_and(|t| t.starts_with("gmail-")));
+    // a run with no word of the table stays unknown: nothing rather than a guess
+    assert!(top("你好世界").is_empty());
+}
+
+#[test]
 fn synonyms_bridge_vocabulary() {
     let t = top("github tickets");
     assert!(t[0].starts_with("github-") && t[0].contains("issue"), "{t:?}");
