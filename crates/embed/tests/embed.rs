@@ -98,6 +98,51 @@ fn missing_directory_is_a_clear_error() {
     assert!(msg.contains("/nonexistent/model/dir"), "{msg}");
 }
 
+#[test]
+fn a_model_that_is_not_a_plain_bert_is_refused_with_its_config_named() {
+    let dir = default_model_dir();
+    if !embed::model_installed_or_skip(&dir, "the config refusal test") {
+        return;
+    }
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("config.json")).expect("config.json")).expect("json");
+    // (edit, what the error says): our own check, or the config's parser (candle's BERT
+    // config knows only absolute positions)
+    let cases: [(&str, serde_json::Value, &str); 3] = [
+        ("hidden_act", "relu".into(), "not a BERT this embedder runs"),
+        ("num_attention_heads", 7.into(), "not a BERT this embedder runs"),
+        (
+            "position_embedding_type",
+            "relative_key".into(),
+            "unknown variant `relative_key`",
+        ),
+    ];
+    // the real weights and tokenizer, linked; only the config differs
+    let model_dir = |config: &serde_json::Value| {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        for file in ["model.safetensors", "tokenizer.json", "sentence_bert_config.json"] {
+            std::os::unix::fs::symlink(dir.join(file).canonicalize().expect(file), tmp.path().join(file))
+                .expect("symlink");
+        }
+        std::fs::write(tmp.path().join("config.json"), config.to_string()).expect("write config");
+        tmp
+    };
+    // the directory so made, with the config unchanged, loads
+    Embedder::load(model_dir(&config).path()).expect("the unchanged config loads");
+    for (key, value, says) in cases {
+        let mut edited = config.clone();
+        edited[key] = value.clone();
+        let tmp = model_dir(&edited);
+        let err = Embedder::load(tmp.path()).expect_err(&format!("{key} = {value} is refused"));
+        let msg = err.to_string();
+        assert!(msg.contains(says), "{key}: {msg}");
+        assert!(
+            msg.contains(&tmp.path().join("config.json").display().to_string()),
+            "{msg}"
+        );
+    }
+}
+
 /// The first dimensions of the embeddings computed by `reference/numpy_reference.py`: an
 /// independent numpy (f64) forward pass over the same safetensors file.
 const REFERENCE: [(&str, [f32; 8]); 3] = [
