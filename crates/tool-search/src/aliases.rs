@@ -1,5 +1,5 @@
 //! A small built-in table of tool vocabulary: English synonyms and their Italian, Spanish,
-//! French, German, Portuguese, Russian, Chinese and Japanese equivalents, for the verbs and
+//! French, German, Portuguese, Russian, Chinese, Japanese and Korean equivalents, for the verbs and
 //! objects tools are named after.
 //!
 //! Why: lexical search cannot bridge `ticket` → `issue` or `invia` → `send` on its own, and
@@ -13,9 +13,10 @@
 //!   English members match by English stem; other members match by their exact form, or —
 //!   when the word is unknown to the catalog — by the Snowball stem of their own language, so
 //!   `inviare`, `invia` and `inviato` all reach `send` (and `ошибки`, `ошибок` reach `issue`).
-//!   Chinese and Japanese members are runs of Han and kana: those scripts put no spaces between
-//!   words, so [`AliasTable::cjk_words`] finds them in a query's run of such characters by
-//!   longest match (`创建一个新的仓库` holds `创建`, `新` and `仓库`).
+//!   Chinese, Japanese and Korean members are runs of Han, kana and hangul: Chinese and
+//!   Japanese put no spaces between words, and Korean glues its particles to them (`메일을`:
+//!   mail + object marker), so [`AliasTable::cjk_words`] finds them in a query's run of such
+//!   characters by longest match (`创建一个新的仓库` holds `创建`, `新` and `仓库`).
 //! - `narrower words > broader words`: a one-way link from an instance or a narrower word to
 //!   the broader words tools are described with (`french` → `language`, `usd` → `currency`,
 //!   `tomorrow` → `date`), never back.
@@ -151,7 +152,8 @@ pub struct AliasTable {
     /// (language, stem) → rows.
     foreign_stem: Vec<FxHashMap<String, Vec<usize>>>,
     stemmers: Vec<(Algorithm, Stemmer)>,
-    /// Chinese and Japanese forms (all Han or kana), found by longest match in a run.
+    /// Chinese, Japanese and Korean forms (all Han, kana or hangul), found by longest match
+    /// in a run.
     cjk: FxHashSet<String>,
     /// The longest of them, in characters.
     cjk_max_chars: usize,
@@ -246,7 +248,7 @@ impl AliasTable {
     /// stay a reunion. In such a text, a word is translated when it is a foreign form, or an
     /// inflection of one by its language's stem (`inviato`, `Kunden`), and not an English word
     /// of the table (`time`, `post` stay). Words after an elision (`l'apprentissage`) count on
-    /// their own. In a run of Han and kana, the table's words ([`AliasTable::cjk_words`]) are
+    /// their own. In a run of Han, kana and hangul, the table's words ([`AliasTable::cjk_words`]) are
     /// written in English and set apart, and the run's other characters dropped: the reader
     /// cannot read them (`创建一个新的 GitHub 仓库` → `create new GitHub repository`); a run
     /// without a table word is kept. Everything else is kept as written.
@@ -297,7 +299,7 @@ impl AliasTable {
         out.join(" ").split_whitespace().collect::<Vec<_>>().join(" ")
     }
 
-    /// `chunk` (no whitespace) with each run of Han and kana that holds words of the table
+    /// `chunk` (no whitespace) with each run of Han, kana and hangul that holds words of the table
     /// replaced by those words' English, set apart by spaces; `None` when no run holds one.
     fn cjk_chunk_in_english(&self, chunk: &str) -> Option<String> {
         let chars: Vec<char> = chunk.chars().collect();
@@ -334,8 +336,8 @@ impl AliasTable {
         found_any.then_some(out)
     }
 
-    /// The table's Chinese and Japanese words in `run` (Han and kana characters, which those
-    /// languages write without spaces), as character ranges: from the left, the longest table
+    /// The table's Chinese, Japanese and Korean words in `run` (Han, kana and hangul characters,
+    /// which the first two write without spaces and the third with particles attached), as character ranges: from the left, the longest table
     /// word starting at each position; a character no table word starts is skipped. Greedy
     /// longest match is the classic dictionary segmentation; with a table of tool vocabulary
     /// it finds the words a request's tool hangs on and passes over the grammar between them
@@ -485,6 +487,7 @@ mod tests {
         );
         assert_eq!(t.in_english("把这个网页的内容抓取下来"), "page get");
         assert_eq!(t.in_english("明日の予定を確認したい"), "event check");
+        assert_eq!(t.in_english("메일을 보내줘"), "email send");
         // inflected Russian words reach their row by the Russian stem
         assert_eq!(t.in_english("найти ошибки в Sentry"), "search issue в Sentry");
         // a run without a table word is kept; so is English around Han characters
@@ -549,7 +552,7 @@ mod tests {
             };
             for w in all {
                 if is_cjk_word(w) {
-                    // read by longest match in a run of Han and kana, which the analyzer
+                    // read by longest match in a run of Han, kana and hangul, which the analyzer
                     // splits one character a word
                     assert!(w.chars().count() <= 12, "{w}: longer than cjk_words' bound");
                     assert_eq!(words(w).concat(), w, "{entry:?}");

@@ -7,7 +7,7 @@
 //!   catalog knows whole (`eBay`, `GitHub`) is glued back (see `Index::prepare`).
 //! - Han/kana/hangul characters are single-character words: those scripts put no spaces between
 //!   words, and a character unigram is the cheapest segmentation that still matches. (A query
-//!   reads a run of them again by the alias table's Chinese and Japanese words: `Index::prepare`.)
+//!   reads a run of them again by the alias table's Chinese, Japanese and Korean words: `Index::prepare`.)
 //! - A short English stop list drops words that carry no tool meaning (`the`, `please`, `I'm`),
 //!   which keeps pasted requests from being ranked by their filler.
 //! - Snowball English stemming (`threads` → `thread`, `creating` → `creat`).

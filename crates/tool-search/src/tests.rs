@@ -174,8 +174,12 @@ fn chinese_japanese_and_russian_requests_reach_english_tools() {
     // inflected: `почтой` (by mail) is not in the table; it reaches `почта` by its Russian stem
     assert_eq!(top("отправить почтой")[0], "gmail-send_message");
     assert!(top("почтой").first().is_some_and(|t| t.starts_with("gmail-")));
+    // Korean glues particles to its words: `메일을` is `메일` (mail) + the object marker
+    assert_eq!(top("메일을 보내줘")[0], "gmail-send_message");
+    assert_eq!(top("깃허브 저장소 검색")[0], "github-search_repositories");
     // a run with no word of the table stays unknown: nothing rather than a guess
     assert!(top("你好世界").is_empty());
+    assert!(top("안녕하세요").is_empty());
 }
 
 #[test]
