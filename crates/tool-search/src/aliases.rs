@@ -1,6 +1,6 @@
 //! A small built-in table of tool vocabulary: English synonyms and their Italian, Spanish,
-//! French, German, Portuguese, Russian, Chinese, Japanese and Korean equivalents, for the verbs and
-//! objects tools are named after.
+//! French, German, Portuguese, Russian, Chinese, Japanese and Korean equivalents, for the
+//! verbs and objects tools are named after.
 //!
 //! Why: lexical search cannot bridge `ticket` → `issue` or `invia` → `send` on its own, and
 //! these few hundred words cover most of what models type. The table is general vocabulary
@@ -128,7 +128,7 @@ fn stems_in(language: Algorithm, word: &str) -> bool {
     (language == Algorithm::Russian) == cyrillic && !word.chars().any(is_ideograph)
 }
 
-/// Whether every character of `word` is Han or kana: a word of the table that
+/// Whether every character of `word` is Han, kana or hangul: a word of the table that
 /// [`AliasTable::cjk_words`] finds inside a run of such characters.
 fn is_cjk_word(word: &str) -> bool {
     !word.is_empty() && word.chars().all(is_ideograph)
@@ -248,10 +248,11 @@ impl AliasTable {
     /// stay a reunion. In such a text, a word is translated when it is a foreign form, or an
     /// inflection of one by its language's stem (`inviato`, `Kunden`), and not an English word
     /// of the table (`time`, `post` stay). Words after an elision (`l'apprentissage`) count on
-    /// their own. In a run of Han, kana and hangul, the table's words ([`AliasTable::cjk_words`]) are
-    /// written in English and set apart, and the run's other characters dropped: the reader
-    /// cannot read them (`创建一个新的 GitHub 仓库` → `create new GitHub repository`); a run
-    /// without a table word is kept. Everything else is kept as written.
+    /// their own. In a run of Han, kana and hangul, the table's words
+    /// ([`AliasTable::cjk_words`]) are written in English and set apart, and the run's other
+    /// characters dropped, since the reader cannot read them (`创建一个新的 GitHub 仓库` →
+    /// `create create GitHub repository`: `新`, new, is in the row of `create`); a run without
+    /// a table word is kept. Everything else is kept as written.
     pub fn in_english(&self, text: &str) -> String {
         let raw: Vec<&str> = text.split_whitespace().collect();
         let chunks: Vec<(&str, &str, &str)> = raw.iter().map(|c| split_word(c)).collect();
@@ -299,8 +300,9 @@ impl AliasTable {
         out.join(" ").split_whitespace().collect::<Vec<_>>().join(" ")
     }
 
-    /// `chunk` (no whitespace) with each run of Han, kana and hangul that holds words of the table
-    /// replaced by those words' English, set apart by spaces; `None` when no run holds one.
+    /// `chunk` (no whitespace) with each run of Han, kana and hangul that holds words of the
+    /// table replaced by those words' English, set apart by spaces; `None` when no run holds
+    /// one.
     fn cjk_chunk_in_english(&self, chunk: &str) -> Option<String> {
         let chars: Vec<char> = chunk.chars().collect();
         let mut out = String::with_capacity(chunk.len());
@@ -336,9 +338,10 @@ impl AliasTable {
         found_any.then_some(out)
     }
 
-    /// The table's Chinese, Japanese and Korean words in `run` (Han, kana and hangul characters,
-    /// which the first two write without spaces and the third with particles attached), as character ranges: from the left, the longest table
-    /// word starting at each position; a character no table word starts is skipped. Greedy
+    /// The table's Chinese, Japanese and Korean words in `run` (Han, kana and hangul
+    /// characters, which the first two write without spaces and the third with particles
+    /// attached), as character ranges: from the left, the longest table word starting at each
+    /// position; a character no table word starts is skipped. Greedy
     /// longest match is the classic dictionary segmentation; with a table of tool vocabulary
     /// it finds the words a request's tool hangs on and passes over the grammar between them
     /// (`把这个网页的内容抓取下来` → `网页`, `抓取`). Work: the run's length × the longest

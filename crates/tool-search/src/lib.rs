@@ -60,8 +60,8 @@
 //! Words are runs of letters and digits, split again at camelCase (`threadId` → `thread id`),
 //! because tool and parameter names glue words; a plural acronym stays one word (`URLs`). Han,
 //! kana and hangul characters are one word each (those scripts put no spaces between words);
-//! in a query, a run of them that holds Chinese, Japanese or Korean words of the alias table is read
-//! as those words, found by longest match (`创建一个新的 GitHub 仓库` → `创建`, `新`, `仓库`,
+//! in a query, a run of them that holds Chinese, Japanese or Korean words of the alias table is
+//! read as those words, found by longest match (`创建一个新的 GitHub 仓库` → `创建`, `新`, `仓库`,
 //! `github`), and the characters between them the catalog does not know are dropped: they are
 //! the grammar around the words (`一个`, `的`), and as unknown words they would count against
 //! every tool.
