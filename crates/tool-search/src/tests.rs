@@ -180,6 +180,13 @@ fn chinese_japanese_and_russian_requests_reach_english_tools() {
     // a run with no word of the table stays unknown: nothing rather than a guess
     assert!(top("你好世界").is_empty());
     assert!(top("안녕하세요").is_empty());
+    // bounded: a 4,096-character run (the longest query the service accepts) is read from its
+    // first 256 characters by the lexical arm, as any query's first 256 words are; the
+    // semantic arm's English reading has at most a word per character (the model reads 256
+    // tokens of it)
+    let long = "创建一个新的仓库".repeat(512);
+    assert!(top(&long).first().is_some_and(|t| t.starts_with("github-")));
+    assert!(semantic::query_text(&long).split_whitespace().count() <= MAX_QUERY_CHARS);
 }
 
 #[test]
