@@ -277,9 +277,17 @@ impl AliasTable {
         };
         let lower: Vec<String> = chunks.iter().map(|(_, w, _)| w.to_lowercase()).collect();
         let english = lower.iter().any(|w| ENGLISH_FUNCTION_WORDS.contains(&w.as_str()));
-        let has_cjk = |chunk: &str| chunk.chars().any(is_ideograph);
-        let foreign = lower.iter().any(|w| exact(w).is_some())
-            || raw.iter().any(|c| has_cjk(c) && self.cjk_chunk_in_english(c).is_some());
+        // each chunk with Han, kana or hangul in it, read once
+        let cjk: Vec<Option<String>> = raw
+            .iter()
+            .map(|c| {
+                c.chars()
+                    .any(is_ideograph)
+                    .then(|| self.cjk_chunk_in_english(c))
+                    .flatten()
+            })
+            .collect();
+        let foreign = lower.iter().any(|w| exact(w).is_some()) || cjk.iter().any(Option::is_some);
         if english || !foreign {
             return text.to_owned();
         }
@@ -287,9 +295,10 @@ impl AliasTable {
             .iter()
             .zip(&lower)
             .zip(&raw)
-            .map(|((&(head, word, tail), lower), raw)| {
-                if has_cjk(raw) {
-                    return self.cjk_chunk_in_english(raw).unwrap_or_else(|| raw.to_string());
+            .zip(cjk)
+            .map(|(((&(head, word, tail), lower), raw), cjk)| {
+                if raw.chars().any(is_ideograph) {
+                    return cjk.unwrap_or_else(|| raw.to_string());
                 }
                 match exact(lower).or_else(|| stemmed(lower)) {
                     Some(english) => format!("{head}{english}{tail}"),
