@@ -63,7 +63,7 @@
 //! | one query per call, 198 dev queries (mean 55 chars), cut at 64 tokens, 1 core, [`Embedder::embed_queries_at`] (8 bits) | p50 3.5 ms, p95 26 ms; cosine to the f32 vectors ≥ 0.9931 |
 //! | the same in f32 ([`Embedder::embed_at`]) | p50 11.3 ms, p95 20 ms |
 //! | 1,000 random tools of real-11k (the service's text, cut at 128 tokens), `search --embed-model` | 11.9 s on 2 cores (1 core: 20.9 s); before the AVX-512 kernels, the encoder and one batch per core: 30.1 s (1 core: 45 s) |
-//! | all 11,739 tools of real-11k, through the service (`embedding finished`) | 129 s on 2 cores (was 345 s), peak RSS of the proxy 388 MiB; with the image's allocator options (`MIMALLOC_PURGE_DELAY=10`: freed activations go back to the OS and fault in again) 200 s, 293 MiB |
+//! | all 11,739 tools of real-11k, through the service (`embedding finished`) | 142 s and 151 s on 2 cores with the image's allocator options (`MIMALLOC_ARENA_EAGER_COMMIT=0 MIMALLOC_PURGE_DELAY=10`: freed activations go back to the OS and fault in again), peak RSS of the proxy 302–320 MiB; 112 s with the allocator's defaults (was 345 s), peak 389 MiB (2026-12-04, quiet machine) |
 //!
 //! The tool texts are 67 tokens at the median, 185 at p90 (2.2% are longer than 256); the
 //! service cuts them at 128 (see [`Embedder::embed_at`]). The catalog embedding is a one-off per
