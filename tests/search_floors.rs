@@ -92,7 +92,7 @@ fn score(catalog: &Path, queries: &Path, embedder: Option<&mut EvalEmbedder>) ->
 
 /// Floors: (set, R@1, R@5) overall, measured at the commit that set them, less 0.005.
 const LEXICAL: [(&str, f64, f64); 6] = [
-    ("deployment-dev", 0.513, 0.710),
+    ("deployment-dev", 0.524, 0.721),
     ("mcp_flow-dev", 0.031, 0.079),
     ("mcptoolbench", 0.745, 0.908),
     ("metatool-dev", 0.397, 0.615),
@@ -103,7 +103,7 @@ const LEXICAL: [(&str, f64, f64); 6] = [
 /// Query vectors come from the 8-bit query encoder on a CPU with a VNNI unit and from the
 /// f32 model elsewhere (`embed::encoder`): the hybrid floors are the lower of the two, less 0.005.
 const HYBRID: [(&str, f64, f64); 6] = [
-    ("deployment-dev", 0.576, 0.808),
+    ("deployment-dev", 0.587, 0.814),
     ("mcp_flow-dev", 0.120, 0.242),
     ("mcptoolbench", 0.730, 0.904),
     ("metatool-dev", 0.527, 0.769),

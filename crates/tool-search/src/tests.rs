@@ -114,6 +114,28 @@ fn aliases_map_synonyms_and_other_languages() {
     assert!(targets("evento", false).contains(&a.stem("event")));
     // foreign forms only stand in for words the catalog does not know
     assert!(targets("inviare", true).is_empty());
+    // the abbreviations tools' users write reach the words tools are described with, one way
+    assert!(targets("pr", true).contains(&a.stem("pull")));
+    assert!(targets("pr", true).contains(&a.stem("request")));
+    assert!(targets("k8s", false).contains(&a.stem("kubernetes")));
+    assert!(!targets("pull", true).contains(&"pr".to_string()));
+}
+
+#[test]
+fn an_abbreviation_reaches_the_tool_that_spells_it_out() {
+    let text = r#"{"tools": [
+      {"name": "github-get_pull_request_files", "description": "Get the list of files changed in a pull request"},
+      {"name": "grafana-validate_provisioning_file", "description": "Validate the changed files of a provisioning repository at a branch or PR"},
+      {"name": "github-list_commits", "description": "List commits of a branch"}
+    ]}"#;
+    let tools = load_catalog(text).expect("fixture parses");
+    let index = Index::build(&tools);
+    let got = names(&tools, &index.search("pr files changed", 3));
+    assert_eq!(
+        got.first().map(String::as_str),
+        Some("github-get_pull_request_files"),
+        "{got:?}"
+    );
 }
 
 // ---- ranking ----
