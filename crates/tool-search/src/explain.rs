@@ -159,10 +159,10 @@ impl Index {
             let has = self.has_operation(&q, doc as u32);
             root.add(Explanation::new(
                 format!(
-                    "the request's operation `{}` (it starts {}+ tool names) is {} this tool (a short request none of whose best {} tools has it gets nothing)",
+                    "the request's operation `{}` (it starts {}+ tool names) is {} by this tool (offered: the tool has the word and, if the request has others, one of them; a short request none of whose best {} tools offers it gets nothing)",
                     q.groups[g].word,
                     PARAMS.operation_min_leads,
-                    if has { "in" } else { "not in" },
+                    if has { "offered" } else { "not offered" },
                     PARAMS.operation_depth
                 ),
                 f64::from(u8::from(has)),

@@ -183,12 +183,15 @@
 //! catalog itself says which words name operations: a term that starts the own names of at
 //! least two tools. A request of at most six content words whose first word is such a term
 //! (`delete my last slack message`) gets nothing when none of its best five tools (name slots
-//! aside) matches that word anywhere, in any form the search matches words by (itself, a
-//! synonym, inside a name word, one typo off): the Slack tools post, list and read messages, and
-//! offering `slack_post_message` for a deletion is worse than nothing. A first word that names
-//! no operation of the catalog (`show`, `put`), or a best tool with a synonym (`remove` for
-//! `delete`), leaves the request its results. The hybrid search applies the same test to the
-//! fused ranking.
+//! aside) offers it: matches that word and, when the request has other words (literal values
+//! aside), one of them too, anywhere, in any form the search matches words by (itself, a
+//! synonym, inside a name word, one typo off); a word the catalog does not know is matched by
+//! no tool. The Slack tools post, list and read messages, and offering `slack_post_message`
+//! for a deletion is worse than nothing; the Kubernetes tools that list resources do not list
+//! running Docker containers; no tool of a catalog without SMS sends one. A first
+//! word that names no operation of the catalog (`show`, `put`), or a best tool with a synonym
+//! (`remove` for `delete`), leaves the request its results. The hybrid search applies the
+//! same test to the fused ranking.
 //!
 //! ## Ties
 //!

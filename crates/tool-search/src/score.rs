@@ -207,13 +207,30 @@ impl Index {
         covered < p.abstain_coverage && (n <= p.short_query_words || through_synonyms)
     }
 
-    /// Whether `doc` has the request's operation word in any form the search matches it by
-    /// (itself, a synonym, a translation, inside a name word, one typo off); true when the
-    /// request has no operation word.
+    /// Whether `doc` offers the request's operation: it has the operation word, and (when the
+    /// request has other words, literal values aside) at least one of them — the operation on
+    /// what the request asks it of, not on anything (`create a slack channel` is not offered
+    /// by `calendar-create_event`; `send sms` by no tool of a catalog that has never heard of
+    /// SMS). Words match in any form the search matches them by (itself, a synonym, a
+    /// translation, inside a name word, one typo off); true when the request has no operation
+    /// word.
     pub(super) fn has_operation(&self, q: &Prepared, doc: u32) -> bool {
         let Some(g) = q.operation else {
             return true;
         };
+        if !self.matches_group(q, g, doc) {
+            return false;
+        }
+        // a word the catalog does not know is matched by no tool: `send sms to …` is offered
+        // by none of the tools that send mail
+        let mut others = (0..q.groups.len())
+            .filter(|&o| o != g && q.groups[o].factor == 1.0)
+            .peekable();
+        others.peek().is_none() || others.any(|o| self.matches_group(q, o, doc))
+    }
+
+    /// Whether `doc` matches query word `g` through any of its expansions.
+    fn matches_group(&self, q: &Prepared, g: usize, doc: u32) -> bool {
         q.groups[g]
             .expansions
             .iter()
@@ -230,8 +247,9 @@ impl Index {
     /// order, name slots left out) offers: `delete my last slack message` when the Slack tools
     /// post, list and read messages but none deletes. The request's first word is its
     /// operation when the catalog itself names operations with it (it starts the names of
-    /// several tools); a tool offers it when it matches the word anywhere, in any form. A request
-    /// the best tools answer in other words (`remove` for `delete`) still gets them.
+    /// several tools); a tool offers it when it matches the word anywhere, in any form, together
+    /// with another of the request's words (see [`Index::has_operation`]). A request the best
+    /// tools answer in other words (`remove` for `delete`) still gets them.
     pub(super) fn misses_operation(&self, q: &Prepared, best: impl Iterator<Item = u32>) -> bool {
         let p = &PARAMS;
         if q.operation.is_none() || q.groups.len() > p.operation_max_words {

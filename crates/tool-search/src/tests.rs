@@ -698,7 +698,7 @@ fn a_short_request_for_an_operation_no_matching_tool_offers_gets_nothing() {
     let post = position(&tools, "slack-slack_post_message");
     let e = index.explain("delete a message in my slack channel", post).to_text();
     assert!(
-        e.contains("operation `delet` ") && e.contains("is not in this tool"),
+        e.contains("operation `delet` ") && e.contains("is not offered by this tool"),
         "{e}"
     );
 
@@ -715,4 +715,37 @@ fn a_short_request_for_an_operation_no_matching_tool_offers_gets_nothing() {
     assert!(e.description.starts_with("not returned"), "{}", e.to_text());
     let hits = index.search_hybrid("delete my forum post", 5, Some(sem));
     assert!(names(&tools, &hits).contains(&"forum-remove_post".to_string()));
+}
+
+#[test]
+fn an_operation_is_offered_by_a_tool_that_also_has_what_the_request_names() {
+    // `create` starts two tools' own names (after their `server-` prefix); neither creates a
+    // Slack channel, and the Slack tools create nothing
+    let catalog = r#"{"tools": [
+      {"name": "slack-slack_post_message", "description": "Post a message to a Slack channel"},
+      {"name": "slack-slack_list_channels", "description": "List public channels in the workspace"},
+      {"name": "calendar-create_event", "description": "Create a calendar event"},
+      {"name": "calendar-list_events", "description": "List the events of a calendar"},
+      {"name": "notes-create_note", "description": "Create a note"},
+      {"name": "notes-search_notes", "description": "Search your notes"}
+    ]}"#;
+    let tools = load_catalog(catalog).expect("fixture parses");
+    let index = Index::build(&tools);
+    let search = |q: &str| names(&tools, &index.search(q, 5));
+    // the tools that create things are among the best five, but not for a channel
+    assert_eq!(search("create slack channel"), Vec::<String>::new());
+    let e = index
+        .explain("create slack channel", position(&tools, "calendar-create_event"))
+        .to_text();
+    assert!(e.contains("is not offered by this tool"), "{e}");
+    // the operation on what the request names is offered
+    assert_eq!(search("create calendar event")[0], "calendar-create_event");
+    assert_eq!(search("create note")[0], "notes-create_note");
+    // a word the catalog does not know is offered by no tool; with a known one beside it, the
+    // known one decides
+    assert_eq!(search("create sms"), Vec::<String>::new());
+    assert_eq!(search("create note sms")[0], "notes-create_note");
+    // an operation alone, or with only literal values, asks nothing more of the tool
+    assert!(search("create").contains(&"notes-create_note".to_string()));
+    assert!(!search("create \"calendar event\"").is_empty());
 }
