@@ -188,10 +188,10 @@
 //! synonym, inside a name word, one typo off); a word the catalog does not know is matched by
 //! no tool. The Slack tools post, list and read messages, and offering `slack_post_message`
 //! for a deletion is worse than nothing; the Kubernetes tools that list resources do not list
-//! running Docker containers; no tool of a catalog without SMS sends one. A first
-//! word that names no operation of the catalog (`show`, `put`), or a best tool with a synonym
-//! (`remove` for `delete`), leaves the request its results. The hybrid search applies the
-//! same test to the fused ranking.
+//! running Docker containers; no tool of a catalog without SMS sends one. A first word that
+//! names no operation of the catalog (`show`, `put`), or a best tool with a synonym (`remove`
+//! for `delete`), leaves the request its results. The hybrid search applies the same test to
+//! the fused ranking.
 //!
 //! ## Ties
 //!
