@@ -106,7 +106,7 @@ const HYBRID: [(&str, f64, f64); 6] = [
     ("deployment-dev", 0.587, 0.814),
     ("mcp_flow-dev", 0.120, 0.242),
     ("mcptoolbench", 0.730, 0.904),
-    ("metatool-dev", 0.527, 0.769),
+    ("metatool-dev", 0.533, 0.769),
     ("seed-examples", 0.884, 0.995),
     ("toollens", 0.174, 0.361),
 ];

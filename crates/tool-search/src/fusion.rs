@@ -28,8 +28,11 @@ struct FusionParams {
     /// cover (its words matched nowhere, or only in other tools).
     uncovered_weight: f64,
     /// The lexical arm's best tool stays first when its runner-up scores under this share of
-    /// it.
+    /// it ...
     lexical_lead: f64,
+    /// ... and it covers at least this share of the request's weight: one stray word that no
+    /// other tool happens to match is no lead.
+    lead_min_coverage: f64,
     /// Similarities are measured from the `depth`-th nearest tool's, and never from below
     /// this cosine: what every tool of a catalog shares is no evidence.
     min_similarity: f64,
@@ -47,6 +50,7 @@ const FUSION: FusionParams = FusionParams {
     semantic_weight: 0.5,
     uncovered_weight: 0.5,
     lexical_lead: 0.7,
+    lead_min_coverage: 0.3,
     min_similarity: 0.2,
     confident_similarity: 0.25,
     unknown_similarity: 0.4,
@@ -108,8 +112,8 @@ impl Index {
             let score = f.ranked.iter().find(|&&(d, _)| d == doc).map_or(0.0, |r| r.1);
             return Explanation::new(
                 format!(
-                    "kept first by the lexical arm: the query spells this tool's name, or its lexical score leads the runner-up's by more than 1/{}",
-                    p.lexical_lead
+                    "kept first by the lexical arm: the query spells this tool's name, or its lexical score leads the runner-up's by more than 1/{} and it covers at least {} of the request",
+                    p.lexical_lead, p.lead_min_coverage
                 ),
                 score,
             )
@@ -217,11 +221,12 @@ impl Index {
         }
         let mut slot_docs: Vec<usize> = lexical.hits[..slots].iter().map(|h| h.doc).collect();
         // a lexical winner that stands out (a rare identifier, most of a name) stays first
-        let leads = match scored {
-            [] => false,
-            [_] => true,
-            [first, second, ..] => second.score < p.lexical_lead * first.score,
-        };
+        let leads = lexical.lead_coverage >= p.lead_min_coverage
+            && match scored {
+                [] => false,
+                [_] => true,
+                [first, second, ..] => second.score < p.lexical_lead * first.score,
+            };
         if leads {
             slot_docs.push(scored[0].doc);
         }

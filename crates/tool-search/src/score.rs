@@ -326,11 +326,15 @@ impl Index {
                 score: top + (slots.len() - i) as f64,
             });
         }
-        for (sc, d, _) in scored {
+        let mut lead_coverage = 0.0;
+        for (sc, d, i) in scored {
             if hits.len() >= limit {
                 break;
             }
             if !slotted.contains(&d) {
+                if hits.len() == slots.len().min(limit) {
+                    lead_coverage = Index::coverage(q, &accs[i].1);
+                }
                 hits.push(Hit {
                     doc: d as usize,
                     score: sc,
@@ -343,6 +347,7 @@ impl Index {
             slots: slots.len(),
             abstained,
             best_coverage,
+            lead_coverage,
         }
     }
 }
@@ -357,6 +362,8 @@ pub(super) struct Lexical {
     pub abstained: bool,
     /// Share of the query's importance the best-scored tool matched (before abstention).
     pub best_coverage: f64,
+    /// The same share for the first hit after the name slots (0 when there is none).
+    pub lead_coverage: f64,
 }
 
 /// A pair counts at the weight of the best field it occurs in, capped at 1 (a description).

@@ -548,6 +548,37 @@ fn a_lexical_winner_that_stands_out_stays_first() {
 }
 
 #[test]
+fn a_lexical_winner_on_one_stray_word_is_no_lead() {
+    // `zephyr` is in one tool's name, each other word of the request in another tool's
+    // description: the name match stands out, but covers a fifth of the request
+    let tools = load_catalog(
+        r#"{"tools": [
+      {"name": "acme-zephyr", "description": "Zephyr helper"},
+      {"name": "acme-one", "description": "Quartz crystals"},
+      {"name": "acme-two", "description": "Violet flowers"},
+      {"name": "acme-three", "description": "Walnut trees"},
+      {"name": "acme-four", "description": "Meadow grass"},
+      {"name": "acme-five", "description": "Unrelated tool"}
+    ]}"#,
+    )
+    .expect("fixture parses");
+    let index = Index::build(&tools);
+    let q = "zephyr quartz violet walnut meadow";
+    let lexical = index.search(q, 5);
+    assert_eq!(names(&tools, &lexical)[0], "acme-zephyr");
+    assert!(lexical[1].score < 0.7 * lexical[0].score, "{lexical:?}");
+    let n = tools.len();
+    let vectors = axis_vectors(n);
+    // the semantic arm backs a tool the lexical arm also found: together they outweigh the
+    // stray-word winner, which is not kept first
+    let qv = query_vector(n, &[(position(&tools, "acme-one"), 1.0)]);
+    let hits = index.search_hybrid(q, 5, Some(arm(&vectors, &qv)));
+    assert_eq!(names(&tools, &hits)[0], "acme-one");
+    let e = index.explain_hybrid(q, position(&tools, "acme-zephyr"), Some(arm(&vectors, &qv)));
+    assert!(e.description.starts_with("fused score"), "{}", e.to_text());
+}
+
+#[test]
 fn parameter_descriptions_that_run_to_pages_weigh_less() {
     // the same word once in an ordinary parameter description and once in one that runs to
     // pages (far beyond 3 x the catalog's average): without damping they would tie, and the
