@@ -216,11 +216,11 @@
 //! words is the embedding's. The lexical arm keeps what it does best: name slots stay first,
 //! and so does a lexical winner that stands out (its runner-up scores under 70% of it: a rare
 //! identifier, most of a name) when it covers at least 30% of the request (one stray word
-//! that nothing else happens to match is no lead); when it abstains (a short request no tool covers) the semantic
-//! arm answers alone only when its best tool reaches cosine 0.25, and when it finds nothing (no
-//! word of the query is in the catalog: `xyzzy plugh` is near something in any catalog) only at
-//! 0.4; a request for an operation none of the fused ranking's best tools offers gets nothing
-//! (see Abstention). The semantic arm reads the query without its literal values
+//! that nothing else happens to match is no lead); when it abstains (a short request no tool
+//! covers) the semantic arm answers alone only when its best tool reaches cosine 0.25, and
+//! when it finds nothing (no word of the query is in the catalog: `xyzzy plugh` is near
+//! something in any catalog) only at 0.4; a request for an operation none of the fused
+//! ranking's best tools offers gets nothing (see Abstention). The semantic arm reads the query without its literal values
 //! ([`semantic::query_text`]): a path or a quoted string is data for the call, not words about
 //! the tool. The model knows only English, so a request that reads as another language gets
 //! the alias table's English for the words it knows ([`aliases::AliasTable::in_english`]:
