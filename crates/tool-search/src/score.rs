@@ -326,15 +326,16 @@ impl Index {
                 score: top + (slots.len() - i) as f64,
             });
         }
-        let mut lead_coverage = 0.0;
-        for (sc, d, i) in scored {
+        // what a fused ranking needs to know to keep the best unslotted tool first
+        let lead_coverage = scored
+            .iter()
+            .find(|s| !slotted.contains(&s.1))
+            .map_or(0.0, |s| Index::coverage(q, &accs[s.2].1));
+        for (sc, d, _) in scored {
             if hits.len() >= limit {
                 break;
             }
             if !slotted.contains(&d) {
-                if hits.len() == slots.len().min(limit) {
-                    lead_coverage = Index::coverage(q, &accs[i].1);
-                }
                 hits.push(Hit {
                     doc: d as usize,
                     score: sc,
@@ -362,7 +363,7 @@ pub(super) struct Lexical {
     pub abstained: bool,
     /// Share of the query's importance the best-scored tool matched (before abstention).
     pub best_coverage: f64,
-    /// The same share for the first hit after the name slots (0 when there is none).
+    /// The same share for the best-scored tool that is not a name slot (0 when there is none).
     pub lead_coverage: f64,
 }
 
