@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use tool_search::catalog_file::load_catalog_path;
-use tool_search::eval::{self, EvalQuery, QueryScore, Report, Summary};
+use tool_search::eval::{self, Change, EvalQuery, QueryScore, Report, Summary};
 use tool_search::semantic::Vectors;
 use tool_search::{Index, Semantic};
 
@@ -43,6 +43,15 @@ pub struct EvalArgs {
     /// Write one `{"id", "ranked": [names]}` line per query to this file.
     #[arg(long, conflicts_with = "all_visible")]
     pub rankings: Option<PathBuf>,
+    /// With --all-visible: write each set's rankings to DIR/<set>.jsonl (the lines of
+    /// --rankings), to compare a later run against with --baseline.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["catalog", "queries"])]
+    pub save_rankings: Option<PathBuf>,
+    /// With --all-visible: compare each set query by query with the rankings saved in DIR
+    /// (--save-rankings of an earlier run): queries whose R@1, R@5 or abstention rose or fell,
+    /// and whether the falls are beyond noise (two-sided sign test, p < 0.05).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["catalog", "queries"])]
+    pub baseline: Option<PathBuf>,
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -164,19 +173,34 @@ impl EvalArgs {
 
     fn run_all_visible(&self) -> Result<(), String> {
         let sets = self.score_all_visible()?;
+        if let Some(dir) = &self.save_rankings {
+            save_rankings(dir, &sets)?;
+        }
+        let changes = match &self.baseline {
+            Some(dir) => Some(
+                sets.iter()
+                    .map(|s| compare_with_baseline(dir, s))
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+            None => None,
+        };
         if self.json {
             let v = serde_json::json!({
                 "limit": self.limit,
-                "sets": sets.iter().map(|s| serde_json::json!({
+                "sets": sets.iter().enumerate().map(|(i, s)| serde_json::json!({
                     "set": s.name,
                     "catalog": s.catalog.display().to_string(),
                     "queries": s.queries.display().to_string(),
                     "report": s.report,
+                    "vs_baseline": changes.as_ref().map(|c| &c[i]),
                 })).collect::<Vec<_>>(),
             });
             println!("{}", serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?);
         } else {
             print!("{}", all_visible_table(&sets));
+            if let (Some(dir), Some(changes)) = (&self.baseline, &changes) {
+                print!("{}", baseline_table(dir, &sets, changes));
+            }
         }
         Ok(())
     }
@@ -194,6 +218,9 @@ impl EvalArgs {
                     catalog,
                     queries,
                     report: run.report,
+                    ids: run.queries.into_iter().map(|q| q.id).collect(),
+                    ranked: run.ranked,
+                    scores: run.scores,
                 })
             })
             .collect()
@@ -251,6 +278,133 @@ struct SetReport {
     catalog: PathBuf,
     queries: PathBuf,
     report: Report,
+    /// Per query, in file order: its id, ranking and scores.
+    ids: Vec<String>,
+    ranked: Vec<Vec<String>>,
+    scores: Vec<QueryScore>,
+}
+
+/// One set against its baseline: how many queries each measure moved up or down.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+struct BaselineChange {
+    r1: Change,
+    r5: Change,
+    abstain: Change,
+}
+
+impl BaselineChange {
+    fn loses_beyond_noise(&self) -> bool {
+        self.r1.loses_beyond_noise() || self.r5.loses_beyond_noise() || self.abstain.loses_beyond_noise()
+    }
+}
+
+/// The file a set's rankings are saved in under `dir`.
+fn rankings_file(dir: &Path, set: &str) -> PathBuf {
+    dir.join(format!("{set}.jsonl"))
+}
+
+fn save_rankings(dir: &Path, sets: &[SetReport]) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for s in sets {
+        let path = rankings_file(dir, &s.name);
+        let mut out = String::new();
+        for (id, r) in s.ids.iter().zip(&s.ranked) {
+            out.push_str(&serde_json::json!({"id": id, "ranked": r}).to_string());
+            out.push('\n');
+        }
+        std::fs::write(&path, out).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Scores the rankings saved for set `s` under `dir` with `s`'s gold labels and compares them
+/// with `s`'s own, query by query. The saved file must hold the same queries in the same
+/// order (a run of the same sets with --save-rankings).
+fn compare_with_baseline(dir: &Path, s: &SetReport) -> Result<BaselineChange, String> {
+    #[derive(serde::Deserialize)]
+    struct Line {
+        #[serde(default)]
+        id: serde_json::Value,
+        ranked: Vec<String>,
+    }
+    let path = rankings_file(dir, &s.name);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "{}: {e} (save a baseline with --all-visible --save-rankings DIR)",
+            path.display()
+        )
+    })?;
+    let lines: Vec<Line> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1)))
+        .collect::<Result<_, _>>()?;
+    let id_text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    if lines.len() != s.ids.len() || lines.iter().zip(&s.ids).any(|(l, id)| id_text(&l.id) != *id) {
+        return Err(format!(
+            "{}: holds {} rankings for other queries than set {}'s {} (save the baseline from the same sets)",
+            path.display(),
+            lines.len(),
+            s.name,
+            s.ids.len()
+        ));
+    }
+    let text = std::fs::read_to_string(&s.queries).map_err(|e| format!("{}: {e}", s.queries.display()))?;
+    let queries = eval::load_queries(&text).map_err(|e| format!("{}: {e}", s.queries.display()))?;
+    let base: Vec<QueryScore> = queries
+        .iter()
+        .zip(&lines)
+        .map(|(q, l)| eval::score_query(&q.groups(), &l.ranked))
+        .collect();
+    Ok(BaselineChange {
+        r1: eval::compare(&base, &s.scores, |q| q.answerable.then_some(q.r1)),
+        r5: eval::compare(&base, &s.scores, |q| q.answerable.then_some(q.r5)),
+        abstain: eval::compare(&base, &s.scores, |q| {
+            (!q.answerable).then_some(f64::from(u8::from(q.abstained)))
+        }),
+    })
+}
+
+/// The --baseline table: per set, queries won and lost on each measure, and a verdict.
+fn baseline_table(dir: &Path, sets: &[SetReport], changes: &[BaselineChange]) -> String {
+    let cell = |c: &Change| format!("{}/{}", c.won, c.lost);
+    let mut out = format!(
+        "\nvs {}: queries won/lost (their R@1, R@5 or abstention rose/fell), p = two-sided sign test\n",
+        dir.display()
+    );
+    out.push_str(&format!(
+        "{:<16} {:>10} {:>6} {:>10} {:>6} {:>10} {:>6}  {}\n",
+        "set", "R@1", "p", "R@5", "p", "abstain", "p", "verdict"
+    ));
+    for (s, c) in sets.iter().zip(changes) {
+        let all = [c.r1, c.r5, c.abstain];
+        let verdict = if c.loses_beyond_noise() {
+            "loses beyond noise"
+        } else if all.iter().any(|m| m.won > m.lost && m.p < 0.05) {
+            "wins beyond noise"
+        } else if all.iter().all(|m| m.won + m.lost == 0) {
+            "unchanged"
+        } else {
+            "within noise"
+        };
+        out.push_str(&format!(
+            "{:<16} {:>10} {:>6.3} {:>10} {:>6.3} {:>10} {:>6.3}  {}\n",
+            s.name,
+            cell(&c.r1),
+            c.r1.p,
+            cell(&c.r5),
+            c.r5.p,
+            cell(&c.abstain),
+            c.abstain.p,
+            verdict
+        ));
+    }
+    out
 }
 
 /// The sets of `eval_dir`: `(name, catalog, queries)` for each folder with a `queries.json`, in
@@ -544,6 +698,90 @@ mod tests {
         assert!(lines[4].starts_with("shared ") && lines[4].contains("0.500"));
         assert_eq!(a.run(), ExitCode::SUCCESS);
         assert_eq!(EvalArgs { json: true, ..a }.run(), ExitCode::SUCCESS);
+    }
+
+    #[test]
+    fn a_baseline_run_counts_the_queries_each_set_won_and_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let eval_dir = dir.path().join("eval");
+        std::fs::create_dir_all(eval_dir.join("own")).unwrap();
+        std::fs::write(eval_dir.join("own/catalog.json"), CATALOG).unwrap();
+        std::fs::write(eval_dir.join("own/queries.json"), QUERIES).unwrap();
+        let saved = dir.path().join("base");
+        let a = EvalArgs {
+            all_visible: true,
+            eval_dir: eval_dir.clone(),
+            save_rankings: Some(saved.clone()),
+            ..args(&[])
+        };
+        assert_eq!(a.run(), ExitCode::SUCCESS);
+        let file = saved.join("own.jsonl");
+        let lines: Vec<serde_json::Value> = std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0]["id"], "a");
+        assert_eq!(lines[0]["ranked"][0], "gmail-send_message");
+
+        let sets = a.score_all_visible().unwrap();
+        let same = compare_with_baseline(&saved, &sets[0]).unwrap();
+        assert_eq!((same.r1.won, same.r1.lost, same.r5.won, same.r5.lost), (0, 0, 0, 0));
+        assert!(baseline_table(&saved, &sets, &[same]).contains("unchanged"));
+
+        // a baseline that missed the first query and answered the unanswerable one: today's
+        // run won both
+        let worse = [
+            r#"{"id": "a", "ranked": ["github-list_issues"]}"#,
+            &serde_json::to_string(&lines[1]).unwrap(),
+            r#"{"id": "c", "ranked": ["gmail-list_threads"]}"#,
+        ]
+        .join("\n");
+        std::fs::write(&file, worse).unwrap();
+        let c = compare_with_baseline(&saved, &sets[0]).unwrap();
+        assert_eq!(
+            (c.r1.won, c.r1.lost, c.r5.won, c.abstain.won, c.abstain.lost),
+            (1, 0, 1, 1, 0)
+        );
+        assert!(!c.loses_beyond_noise());
+        let table = baseline_table(&saved, &sets, &[c]);
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with("own ") && l.contains("1/0") && l.contains("within noise")),
+            "{table}"
+        );
+
+        let moved = |won, lost| BaselineChange {
+            r1: Change {
+                won,
+                lost,
+                p: eval::sign_test(won, lost),
+            },
+            r5: Change::default(),
+            abstain: Change::default(),
+        };
+        assert!(baseline_table(&saved, &sets, &[moved(0, 12)]).contains("loses beyond noise"));
+        assert!(baseline_table(&saved, &sets, &[moved(12, 0)]).contains("wins beyond noise"));
+        assert!(baseline_table(&saved, &sets, &[moved(4, 1)]).contains("within noise"));
+
+        // rankings of other queries are refused, and so is a set without a saved file
+        std::fs::write(&file, r#"{"id": "zzz", "ranked": []}"#).unwrap();
+        let err = compare_with_baseline(&saved, &sets[0]).unwrap_err();
+        assert!(err.contains("other queries"), "{err}");
+        std::fs::remove_file(&file).unwrap();
+        let err = compare_with_baseline(&saved, &sets[0]).unwrap_err();
+        assert!(err.contains("--save-rankings"), "{err}");
+        let b = EvalArgs {
+            save_rankings: None,
+            baseline: Some(saved),
+            ..a
+        };
+        assert_eq!(b.run(), ExitCode::from(2));
+        // both need --all-visible
+        assert!(parse(&["--catalog", "c.json", "--queries", "q.json", "--baseline", "d"]).is_err());
+        assert!(parse(&["--catalog", "c.json", "--queries", "q.json", "--save-rankings", "d"]).is_err());
     }
 
     #[test]

@@ -7,6 +7,10 @@
 //! DCG of min(5, m) hits. Recall, MRR and nDCG average over answerable queries; *abstain* is the
 //! share of unanswerable queries (no gold) that got an empty ranking; *zero-result* is the share
 //! of answerable queries that got an empty ranking (the search abstained where it should not).
+//!
+//! Two runs over the same queries are paired query by query by [`compare`]: how many queries
+//! a measure rose and fell on, and a two-sided sign test ([`sign_test`]) over them, so that
+//! "loses beyond noise" is a count, not a judgement of two averages (`eval --baseline`).
 
 use std::collections::BTreeMap;
 
@@ -188,6 +192,64 @@ pub fn report(queries: &[EvalQuery], scores: &[QueryScore]) -> Report {
     }
 }
 
+/// How one metric moved between two runs over the same queries, query by query.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Change {
+    /// Queries whose metric rose.
+    pub won: usize,
+    /// Queries whose metric fell.
+    pub lost: usize,
+    /// Two-sided sign test over `won` and `lost` ([`sign_test`]): the chance of a split at
+    /// least this uneven if each changed query were a coin toss.
+    pub p: f64,
+}
+
+impl Change {
+    /// More queries lost than won, beyond what coin tosses explain (p < 0.05).
+    pub fn loses_beyond_noise(&self) -> bool {
+        self.lost > self.won && self.p < 0.05
+    }
+}
+
+/// Pairs `base` and `new` (the same queries, in the same order) on `metric` (`None`: the
+/// metric does not apply to that query, as R@k to an unanswerable one).
+pub fn compare(base: &[QueryScore], new: &[QueryScore], metric: impl Fn(&QueryScore) -> Option<f64>) -> Change {
+    let (mut won, mut lost) = (0, 0);
+    for (b, n) in base.iter().zip(new) {
+        if let (Some(b), Some(n)) = (metric(b), metric(n)) {
+            if n > b {
+                won += 1;
+            } else if n < b {
+                lost += 1;
+            }
+        }
+    }
+    Change {
+        won,
+        lost,
+        p: sign_test(won, lost),
+    }
+}
+
+/// Two-sided exact sign test: P(a split of `won + lost` fair coin tosses at least as uneven
+/// as this one). 1 when nothing changed.
+pub fn sign_test(won: usize, lost: usize) -> f64 {
+    let n = won + lost;
+    if n == 0 {
+        return 1.0;
+    }
+    // ln n! for 0..=n, so that the binomial terms stay finite for thousands of queries
+    let mut ln_fact = vec![0.0f64; n + 1];
+    for i in 1..=n {
+        ln_fact[i] = ln_fact[i - 1] + (i as f64).ln();
+    }
+    let ln_half_n = n as f64 * 0.5f64.ln();
+    let tail: f64 = (0..=won.min(lost))
+        .map(|i| (ln_fact[n] - ln_fact[i] - ln_fact[n - i] + ln_half_n).exp())
+        .sum();
+    (2.0 * tail).min(1.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,5 +370,52 @@ mod tests {
         assert_eq!(q[0].groups(), vec![names(&["a"]), names(&["b"])]);
         let r = report(&q, &[score_query(&q[0].groups(), &names(&["a"]))]);
         assert_eq!(r.by_kind["k"].r5, 0.5);
+    }
+
+    #[test]
+    fn sign_test_matches_the_binomial_tails() {
+        assert_eq!(sign_test(0, 0), 1.0);
+        // 0 of 5 lost: 2 × 1/32
+        assert!((sign_test(5, 0) - 0.0625).abs() < 1e-12);
+        assert!((sign_test(0, 5) - 0.0625).abs() < 1e-12);
+        // 1 of 10: 2 × 11/1024
+        assert!((sign_test(9, 1) - 22.0 / 1024.0).abs() < 1e-12);
+        // an even split is no evidence
+        assert_eq!(sign_test(3, 3), 1.0);
+        assert_eq!(sign_test(2, 1), 1.0);
+        // 22 won, 0 lost (a change this project kept): far beyond noise; 1 won, 4 lost: not
+        assert!(sign_test(22, 0) < 1e-6);
+        assert!(sign_test(1, 4) > 0.3);
+        // thousands of queries stay finite
+        let p = sign_test(1100, 900);
+        assert!(p > 0.0 && p < 1e-4, "{p}");
+    }
+
+    #[test]
+    fn compare_counts_queries_that_moved_and_skips_those_it_does_not_apply_to() {
+        let g = vec![names(&["a"])];
+        let first = score_query(&g, &names(&["a"]));
+        let second = score_query(&g, &names(&["x", "a"]));
+        let missed = score_query(&g, &names(&["x"]));
+        let unanswerable = score_query(&[], &names(&["x"]));
+        let base = [first, second, missed, unanswerable, first];
+        let new = [second, first, first, score_query(&[], &[]), first];
+        let r1 = |s: &QueryScore| s.answerable.then_some(s.r1);
+        let c = compare(&base, &new, r1);
+        assert_eq!((c.won, c.lost), (2, 1));
+        assert!(!c.loses_beyond_noise());
+        let r5 = |s: &QueryScore| s.answerable.then_some(s.r5);
+        assert_eq!((compare(&base, &new, r5).won, compare(&base, &new, r5).lost), (1, 0));
+        let abstain = |s: &QueryScore| (!s.answerable).then_some(f64::from(u8::from(s.abstained)));
+        assert_eq!(
+            (compare(&base, &new, abstain).won, compare(&base, &new, abstain).lost),
+            (1, 0)
+        );
+        let many_lost = Change {
+            won: 1,
+            lost: 12,
+            p: sign_test(1, 12),
+        };
+        assert!(many_lost.loses_beyond_noise());
     }
 }
