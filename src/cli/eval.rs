@@ -171,11 +171,11 @@ impl EvalArgs {
             .transpose()
     }
 
-    fn run_all_visible(&self) -> Result<(), String> {
+    /// Every visible set scored, compared with --baseline's rankings when given, and saved to
+    /// --save-rankings when given (after the comparison: one run can compare with a folder and
+    /// then replace it).
+    fn all_visible(&self) -> Result<(Vec<SetReport>, Option<Vec<BaselineChange>>), String> {
         let sets = self.score_all_visible()?;
-        if let Some(dir) = &self.save_rankings {
-            save_rankings(dir, &sets)?;
-        }
         let changes = match &self.baseline {
             Some(dir) => Some(
                 sets.iter()
@@ -184,6 +184,14 @@ impl EvalArgs {
             ),
             None => None,
         };
+        if let Some(dir) = &self.save_rankings {
+            save_rankings(dir, &sets)?;
+        }
+        Ok((sets, changes))
+    }
+
+    fn run_all_visible(&self) -> Result<(), String> {
+        let (sets, changes) = self.all_visible()?;
         if self.json {
             let v = serde_json::json!({
                 "limit": self.limit,
@@ -738,7 +746,7 @@ mod tests {
             r#"{"id": "c", "ranked": ["gmail-list_threads"]}"#,
         ]
         .join("\n");
-        std::fs::write(&file, worse).unwrap();
+        std::fs::write(&file, &worse).unwrap();
         let c = compare_with_baseline(&saved, &sets[0]).unwrap();
         assert_eq!(
             (c.r1.won, c.r1.lost, c.r5.won, c.abstain.won, c.abstain.lost),
@@ -775,10 +783,25 @@ mod tests {
         assert!(err.contains("--save-rankings"), "{err}");
         let b = EvalArgs {
             save_rankings: None,
-            baseline: Some(saved),
+            baseline: Some(saved.clone()),
             ..a
         };
         assert_eq!(b.run(), ExitCode::from(2));
+        // comparing with DIR and saving to it in one run reads the old rankings first
+        std::fs::write(&file, &worse).unwrap();
+        let both = EvalArgs {
+            save_rankings: b.baseline.clone(),
+            ..b
+        };
+        let (_, changes) = both.all_visible().unwrap();
+        let then = changes.unwrap()[0];
+        assert_eq!(
+            (then.r1.won, then.abstain.won),
+            (1, 1),
+            "compared with the old rankings"
+        );
+        let now = compare_with_baseline(&saved, &sets[0]).unwrap();
+        assert_eq!((now.r1.won, now.abstain.won), (0, 0), "then replaced them");
         // both need --all-visible
         assert!(parse(&["--catalog", "c.json", "--queries", "q.json", "--baseline", "d"]).is_err());
         assert!(parse(&["--catalog", "c.json", "--queries", "q.json", "--save-rankings", "d"]).is_err());
