@@ -595,11 +595,7 @@ mod tests {
             ..args(&[])
         };
         assert_eq!(args.run(), ExitCode::SUCCESS);
-        let lines: Vec<serde_json::Value> = std::fs::read_to_string(&rankings)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let lines = read_jsonl(&rankings);
         assert_eq!(lines.len(), 3);
         assert_eq!(lines[0]["id"], "a");
         assert_eq!(lines[0]["ranked"][0], "gmail-send_message");
@@ -708,6 +704,14 @@ mod tests {
         assert_eq!(EvalArgs { json: true, ..a }.run(), ExitCode::SUCCESS);
     }
 
+    fn read_jsonl(path: &Path) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
     #[test]
     fn a_baseline_run_counts_the_queries_each_set_won_and_lost() {
         let dir = tempfile::tempdir().unwrap();
@@ -724,14 +728,19 @@ mod tests {
         };
         assert_eq!(a.run(), ExitCode::SUCCESS);
         let file = saved.join("own.jsonl");
-        let lines: Vec<serde_json::Value> = std::fs::read_to_string(&file)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let lines = read_jsonl(&file);
+        // the lines --rankings writes for the same set
+        let single = dir.path().join("single.jsonl");
+        let one = EvalArgs {
+            catalog: Some(eval_dir.join("own/catalog.json")),
+            queries: Some(eval_dir.join("own/queries.json")),
+            rankings: Some(single.clone()),
+            misses: 0,
+            ..args(&[])
+        };
+        assert_eq!(one.run(), ExitCode::SUCCESS);
+        assert_eq!(lines, read_jsonl(&single));
         assert_eq!(lines.len(), 3);
-        assert_eq!(lines[0]["id"], "a");
-        assert_eq!(lines[0]["ranked"][0], "gmail-send_message");
 
         let sets = a.score_all_visible().unwrap();
         let same = compare_with_baseline(&saved, &sets[0]).unwrap();
