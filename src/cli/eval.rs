@@ -226,7 +226,7 @@ impl EvalArgs {
                     catalog,
                     queries,
                     report: run.report,
-                    ids: run.queries.into_iter().map(|q| q.id).collect(),
+                    query_list: run.queries,
                     ranked: run.ranked,
                     scores: run.scores,
                 })
@@ -286,8 +286,8 @@ struct SetReport {
     catalog: PathBuf,
     queries: PathBuf,
     report: Report,
-    /// Per query, in file order: its id, ranking and scores.
-    ids: Vec<String>,
+    /// Per query, in file order: the query (id and gold), its ranking and scores.
+    query_list: Vec<EvalQuery>,
     ranked: Vec<Vec<String>>,
     scores: Vec<QueryScore>,
 }
@@ -316,8 +316,8 @@ fn save_rankings(dir: &Path, sets: &[SetReport]) -> Result<(), String> {
     for s in sets {
         let path = rankings_file(dir, &s.name);
         let mut out = String::new();
-        for (id, r) in s.ids.iter().zip(&s.ranked) {
-            out.push_str(&serde_json::json!({"id": id, "ranked": r}).to_string());
+        for (q, r) in s.query_list.iter().zip(&s.ranked) {
+            out.push_str(&serde_json::json!({"id": q.id, "ranked": r}).to_string());
             out.push('\n');
         }
         std::fs::write(&path, out).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -331,8 +331,9 @@ fn save_rankings(dir: &Path, sets: &[SetReport]) -> Result<(), String> {
 fn compare_with_baseline(dir: &Path, s: &SetReport) -> Result<BaselineChange, String> {
     #[derive(serde::Deserialize)]
     struct Line {
+        /// As `--rankings` and `--save-rankings` write it: the query's id as text.
         #[serde(default)]
-        id: serde_json::Value,
+        id: String,
         ranked: Vec<String>,
     }
     let path = rankings_file(dir, &s.name);
@@ -348,23 +349,17 @@ fn compare_with_baseline(dir: &Path, s: &SetReport) -> Result<BaselineChange, St
         .enumerate()
         .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1)))
         .collect::<Result<_, _>>()?;
-    let id_text = |v: &serde_json::Value| match v {
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Null => String::new(),
-        other => other.to_string(),
-    };
-    if lines.len() != s.ids.len() || lines.iter().zip(&s.ids).any(|(l, id)| id_text(&l.id) != *id) {
+    let qs = &s.query_list;
+    if lines.len() != qs.len() || lines.iter().zip(qs).any(|(l, q)| l.id != q.id) {
         return Err(format!(
             "{}: holds {} rankings for other queries than set {}'s {} (save the baseline from the same sets)",
             path.display(),
             lines.len(),
             s.name,
-            s.ids.len()
+            qs.len()
         ));
     }
-    let text = std::fs::read_to_string(&s.queries).map_err(|e| format!("{}: {e}", s.queries.display()))?;
-    let queries = eval::load_queries(&text).map_err(|e| format!("{}: {e}", s.queries.display()))?;
-    let base: Vec<QueryScore> = queries
+    let base: Vec<QueryScore> = qs
         .iter()
         .zip(&lines)
         .map(|(q, l)| eval::score_query(&q.groups(), &l.ranked))

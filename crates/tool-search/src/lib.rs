@@ -220,9 +220,9 @@
 //! covers) the semantic arm answers alone only when its best tool reaches cosine 0.25, and
 //! when it finds nothing (no word of the query is in the catalog: `xyzzy plugh` is near
 //! something in any catalog) only at 0.4; a request for an operation none of the fused
-//! ranking's best tools offers gets nothing (see Abstention). The semantic arm reads the query without its literal values
-//! ([`semantic::query_text`]): a path or a quoted string is data for the call, not words about
-//! the tool. The model knows only English, so a request that reads as another language gets
+//! ranking's best tools offers gets nothing (see Abstention). The semantic arm reads the
+//! query without its literal values ([`semantic::query_text`]): a path or a quoted string is
+//! data for the call, not words about the tool. The model knows only English, so a request that reads as another language gets
 //! the alias table's English for the words it knows ([`aliases::AliasTable::in_english`]:
 //! `enviar un mensaje al canal de Slack` is read as `send un message al channel de Slack`,
 //! `创建一个新的 GitHub 仓库` as `create create GitHub repository`).
