@@ -78,12 +78,28 @@ fn marked_chunks(query: &str) -> Vec<(&str, bool)> {
 }
 
 /// `chunk` without the syntax of a web address in it: the scheme (`https://`), `www.` and the
-/// top-level domain (`.com`, `.org`, `.io`) of `https://www.linkedin.com/in/johndoe`, which
-/// leaves `linkedin/in/johndoe`. Every address carries them, so they say nothing about which
-/// tool is meant, and documentation links in tool descriptions would match them. A chunk
-/// without an address is returned as it is.
+/// top-level domain (`.com`, `.org`, `.io`, and a generic level under a country's, `.com.cn`,
+/// `.co.uk`) of `https://www.linkedin.com/in/johndoe`, which leaves `linkedin/in/johndoe`.
+/// Every address carries them, so they say nothing about which tool is meant, and
+/// documentation links in tool descriptions would match them. A chunk without an address is
+/// returned as it is.
 fn without_url_syntax(chunk: &str) -> std::borrow::Cow<'_, str> {
     use std::borrow::Cow;
+    let Some((prefix_end, host)) = web_address(chunk) else {
+        return Cow::Borrowed(chunk);
+    };
+    Cow::Owned(format!(
+        "{}{} {}",
+        &chunk[..prefix_end],
+        host_name_labels(&chunk[host.clone()]).join("."),
+        &chunk[host.end..]
+    ))
+}
+
+/// Where the web address in `chunk` is: the end of what precedes it (its scheme, or `www.`
+/// when it has none, starts there) and the byte range of its host. `None` when the chunk holds
+/// no address.
+fn web_address(chunk: &str) -> Option<(usize, std::ops::Range<usize>)> {
     let (prefix_end, host_start) = match chunk.find("://") {
         Some(i) => {
             let scheme_start = chunk[..i]
@@ -93,33 +109,60 @@ fn without_url_syntax(chunk: &str) -> std::borrow::Cow<'_, str> {
                 .last()
                 .map_or(i, |(j, _)| j);
             if scheme_start == i {
-                return Cow::Borrowed(chunk);
+                return None;
             }
             (scheme_start, i + 3)
         }
         None => match chunk.find(|c: char| c.is_alphanumeric()) {
             Some(i) if chunk[i..].get(..4).is_some_and(|p| p.eq_ignore_ascii_case("www.")) => (i, i),
-            _ => return Cow::Borrowed(chunk),
+            _ => return None,
         },
     };
     let host_len = chunk[host_start..]
         .find(|c: char| !(c.is_alphanumeric() || matches!(c, '.' | '-' | '_')))
         .unwrap_or(chunk.len() - host_start);
-    let host_end = host_start + host_len;
-    let host = chunk[host_start..host_end].trim_end_matches('.');
+    let host = chunk[host_start..host_start + host_len].trim_end_matches('.');
+    Some((prefix_end, host_start..host_start + host.len()))
+}
+
+/// The labels of a host that name it: `linkedin` of `www.linkedin.com`, `sina` of
+/// `sina.com.cn`, `play` and `google` of `play.google.com`. The top-level domain goes, then a
+/// generic second level under it (`com`, `co`, `org`, `net`, `gov`, `edu`, `ac`), then `www`,
+/// each only while a label remains.
+fn host_name_labels(host: &str) -> Vec<&str> {
+    const GENERIC: [&str; 7] = ["com", "co", "org", "net", "gov", "edu", "ac"];
     let mut labels: Vec<&str> = host.split('.').collect();
     if labels.len() >= 2 {
         labels.pop();
+        if labels.len() >= 2 && GENERIC.iter().any(|g| labels[labels.len() - 1].eq_ignore_ascii_case(g)) {
+            labels.pop();
+        }
         if labels.len() >= 2 && labels[0].eq_ignore_ascii_case("www") {
             labels.remove(0);
         }
     }
-    Cow::Owned(format!(
-        "{}{} {}",
-        &chunk[..prefix_end],
-        labels.join("."),
-        &chunk[host_end..]
-    ))
+    labels
+}
+
+/// The name of the service a web address in `chunk` points at, as words (`linkedin` of
+/// `https://www.linkedin.com/in/johndoe`, `play google` of `https://play.google.com/store/…`):
+/// the request is about that service even where its text never names it (`gather the funding
+/// history at https://www.crunchbase.com/organization/acme`). `None` without an address, and
+/// for the hosts that name nothing: the reserved example domains (`example.com`, `*.test`,
+/// RFC 2606), `localhost` and IP addresses.
+fn host_name(chunk: &str) -> Option<String> {
+    let (_, host) = web_address(chunk)?;
+    let host = &chunk[host];
+    let all: Vec<&str> = host.split('.').collect();
+    let is =
+        |label: Option<&&str>, names: &[&str]| label.is_some_and(|l| names.iter().any(|n| l.eq_ignore_ascii_case(n)));
+    let reserved =
+        is(all.last(), &["example", "localhost", "test", "invalid"]) || is(all.iter().rev().nth(1), &["example"]);
+    let ip = all.iter().all(|l| l.bytes().all(|b| b.is_ascii_digit()));
+    if reserved || ip {
+        return None;
+    }
+    Some(host_name_labels(host).join(" "))
 }
 
 /// `42`, `3.5`, `1,000` (punctuation around it aside).
@@ -131,12 +174,16 @@ fn is_number(chunk: &str) -> bool {
 /// The query as the semantic arm reads it: without its literal values (quoted strings, paths,
 /// URLs, e-mail addresses, selectors, file names and bare numbers), which are data for the
 /// call, not words about the tool — `read ./test_project_root/requirements.txt` must not
-/// read as a request about projects. A query that is nothing but values stays whole.
+/// read as a request about projects. A web address leaves the name of the service it points
+/// at ([`host_name`]). A query that is nothing but values stays whole.
 pub fn without_literals(query: &str) -> String {
-    let kept: Vec<&str> = marked_chunks(query)
+    let kept: Vec<std::borrow::Cow<'_, str>> = marked_chunks(query)
         .into_iter()
-        .filter(|(chunk, literal)| !literal && !is_number(chunk))
-        .map(|(chunk, _)| chunk)
+        .filter_map(|(chunk, literal)| match literal {
+            false if !is_number(chunk) => Some(chunk.into()),
+            false => None,
+            true => host_name(chunk).map(Into::into),
+        })
         .collect();
     if kept.is_empty() {
         query.trim().to_owned()

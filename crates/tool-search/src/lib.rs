@@ -74,8 +74,9 @@
 //!
 //! A query's words are marked when they only occur inside a literal value — a path, URL, e-mail
 //! address, selector, quoted string or number: data for the call, not words about the tool.
-//! A web address's scheme, `www` and top-level domain are not words at all: every address
-//! carries them, and so does every documentation link in a tool's description.
+//! A web address's scheme, `www` and top-level domain (with a generic level under a
+//! country's: `.com.cn`, `.co.uk`) are not words at all: every address carries them, and so
+//! does every documentation link in a tool's description.
 //! A camelCase query word the catalog knows whole is glued back (`eBay`, `GitHub`), while one it
 //! does not know stays split (`searchPapers`).
 //!
@@ -222,7 +223,9 @@
 //! something in any catalog) only at 0.4; a request for an operation none of the fused
 //! ranking's best tools offers gets nothing (see Abstention). The semantic arm reads the
 //! query without its literal values ([`semantic::query_text`]): a path or a quoted string is
-//! data for the call, not words about the tool. The model knows only English, so a request that reads as another language gets
+//! data for the call, not words about the tool; a web address leaves the name of the service
+//! it points at (`crunchbase` of `https://www.crunchbase.com/organization/acme`), the one word
+//! of the request that may name it. The model knows only English, so a request that reads as another language gets
 //! the alias table's English for the words it knows ([`aliases::AliasTable::in_english`]:
 //! `enviar un mensaje al canal de Slack` is read as `send un message al channel de Slack`,
 //! `创建一个新的 GitHub 仓库` as `create create GitHub repository`).

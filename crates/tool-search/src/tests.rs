@@ -529,6 +529,35 @@ fn the_semantic_arm_reads_the_request_without_its_values() {
 }
 
 #[test]
+fn the_semantic_arm_reads_the_service_a_web_address_points_at() {
+    // the request names its service only in the address: the arm reads the host's name
+    for (query, text) in [
+        (
+            "Gather the funding history at https://www.crunchbase.com/organization/acme.",
+            "Gather the funding history at crunchbase",
+        ),
+        (
+            "Read the reviews of https://play.google.com/store/apps/details?id=com.x now",
+            "Read the reviews of play google now",
+        ),
+        (
+            "fetch https://www.sina.com.cn and www.bbc.co.uk/news",
+            "fetch sina and bbc",
+        ),
+        ("open https://api.github.com/repos/a/b", "open api github"),
+    ] {
+        assert_eq!(semantic::query_text(query), text);
+    }
+    // hosts that name no service leave nothing: reserved example domains, local hosts, IPs
+    assert_eq!(
+        semantic::query_text(
+            "fetch https://example.com, https://docs.example.org/x, http://localhost:8080/api, http://10.0.0.1/x and https://site.test/"
+        ),
+        "fetch and"
+    );
+}
+
+#[test]
 fn a_lexical_winner_that_stands_out_stays_first() {
     let tools = catalog();
     let index = Index::build(&tools);
@@ -647,6 +676,12 @@ fn query_words_drop_the_syntax_of_web_addresses() {
     // what only looks like an address start is left alone, whatever its characters
     let texts: Vec<String> = query_words("l'hôte www").into_iter().map(|w| w.text).collect();
     assert_eq!(texts, ["l", "hôte", "www"]);
+    // a generic level under a country's domain is syntax too
+    let texts: Vec<String> = query_words("see https://www.sina.com.cn/news and bbc.co.uk")
+        .into_iter()
+        .map(|w| w.text)
+        .collect();
+    assert_eq!(texts, ["see", "sina", "news", "and", "bbc", "co", "uk"]);
 }
 
 #[test]
