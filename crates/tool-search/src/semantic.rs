@@ -22,11 +22,24 @@ pub const MAX_TEXT_CHARS: usize = 1200;
 
 /// The text a tool is embedded as: its name as words (`github-create_issue` → `github create
 /// issue`), its title when it says more than the name, and its description, cut at
-/// [`MAX_TEXT_CHARS`]. The vector store keys vectors by this text, so a tool whose text did
-/// not change keeps its vector.
+/// [`MAX_TEXT_CHARS`]. A name that repeats its server's name after the server prefix is read
+/// once, as the lexical arm's name field reads it ([`crate::own_name`]):
+/// `hubspot-hubspot-batch-update-objects` → `hubspot batch update objects`,
+/// `smithery.Bright_Data-brightdata-mcp_web_data_linkedin_person_profile` → `smithery Bright
+/// Data web data linkedin person profile`; the model pools every token alike, so the repeat
+/// only dilutes the words that tell the server's tools apart. The vector store keys vectors by
+/// this text, so a tool whose text did not change keeps its vector.
 pub fn embedding_text(t: &CatalogTool) -> String {
     let tool = &t.tool;
-    let mut text = name_words(&tool.name);
+    let mut text = if crate::tool_part(&tool.name, &t.source) == tool.name {
+        name_words(&tool.name)
+    } else {
+        format!(
+            "{} {}",
+            name_words(&t.source),
+            name_words(crate::own_name(&tool.name, &t.source))
+        )
+    };
     let title = tool
         .title
         .clone()
@@ -216,6 +229,30 @@ mod tests {
         );
         let long = "x".repeat(10_000);
         assert_eq!(embedding_text(&tool("t", None, &long)).chars().count(), MAX_TEXT_CHARS);
+    }
+
+    #[test]
+    fn the_text_reads_a_name_that_repeats_its_server_once() {
+        let in_source = |name: &str, source: &str| {
+            let mut t = tool(name, None, "");
+            t.source = source.into();
+            embedding_text(&t)
+        };
+        assert_eq!(
+            in_source("hubspot-hubspot-batch-update-objects", "hubspot"),
+            "hubspot batch update objects"
+        );
+        assert_eq!(
+            in_source(
+                "smithery.Bright_Data-brightdata-mcp_web_data_linkedin_person_profile",
+                "smithery.Bright_Data"
+            ),
+            "smithery Bright Data web data linkedin person profile"
+        );
+        // no repeat, or no server prefix: the name as it is
+        assert_eq!(in_source("github-create_issue", "github"), "github create issue");
+        assert_eq!(in_source("github_create_issue", "github"), "github create issue");
+        assert_eq!(in_source("slack-slack", "slack"), "slack slack");
     }
 
     #[test]
