@@ -529,6 +529,22 @@ proptest! {
     }
 
     #[test]
+    fn web_addresses_of_any_shape(
+        before in prop_oneof![Just(String::new()), "[a-z( ]{1,6}"],
+        scheme in "([a-zA-Z]{1,6}://)?(www\\.)?",
+        host in prop_oneof!["[^'\"`\u{2018}\u{201c}\\s]{0,24}", "[a-z0-9\\-]{0,10}(\\.[a-z0-9]{0,6}){0,4}(:[0-9]{1,5})?"],
+        path in "(/[a-z0-9.?=&#@%:]{0,8}){0,3}[.,)]?",
+    ) {
+        // (no quote opens before `then more`: a quoted string would make it a value too)
+        let q = format!("{before}{scheme}{host}{path} then more");
+        let qs = timed("query_words", Duration::from_secs(2), || query_words(&q))?;
+        prop_assert!(qs.iter().all(|w| !w.text.is_empty() && !w.text.contains(char::is_whitespace)));
+        // the semantic arm's text: the request's words, an address's host name at most
+        let t = timed("query_text", Duration::from_secs(2), || tool_search::semantic::query_text(&q))?;
+        prop_assert!(t.ends_with("then more"), "{:?} -> {:?}", q, t);
+    }
+
+    #[test]
     fn typo_helpers_agree(w in prop_oneof![".{0,50}", (any::<u64>(), 0usize..70_000).prop_map(|(s, n)| seeded(s, n, MIXED))]) {
         let n = w.chars().count();
         let dels = timed("deletions", Duration::from_secs(1), || deletions(&w))?;
@@ -612,6 +628,8 @@ proptest! {
         let n = snap.tools.len();
         prop_assert_eq!(snap.index.len(), n);
         for (i, t) in snap.tools.iter().enumerate() {
+            let text = timed("embedding text", Duration::from_secs(2), || tool_search::semantic::embedding_text(t))?;
+            prop_assert!(text.chars().count() <= tool_search::semantic::MAX_TEXT_CHARS);
             let name = &t.tool.name;
             let hits = timed("search a name", Duration::from_secs(2), || snap.index.search(name, 5))?;
             check_hits(&hits, 5, n)?;
