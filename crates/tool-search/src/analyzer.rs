@@ -165,6 +165,33 @@ fn host_name(chunk: &str) -> Option<String> {
     Some(host_name_labels(host).join(" "))
 }
 
+/// `text` without its web addresses, for the semantic arm's text of a tool: a description's
+/// links (`[See the docs](https://docs.example.com/api/access)`, `<https://…>`, a bare
+/// address) point somewhere else and say nothing of what the tool does, as a request's
+/// addresses are left out of its text ([`without_literals`]). A markdown link keeps its
+/// words; every other whitespace-separated chunk that holds an address goes. A text with an
+/// address has its words joined by single spaces; one without is returned as it is.
+pub fn without_web_addresses(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.split_whitespace().all(|c| web_address(c).is_none()) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    for chunk in text.split_whitespace() {
+        let kept = match chunk.find("](") {
+            Some(i) if web_address(&chunk[i + 2..]).is_some() => &chunk[..i],
+            _ if web_address(chunk).is_some() => "",
+            _ => chunk,
+        };
+        if !kept.is_empty() {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(kept);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// `42`, `3.5`, `1,000` (punctuation around it aside).
 fn is_number(chunk: &str) -> bool {
     let bare = chunk.trim_matches(|c: char| !c.is_alphanumeric());

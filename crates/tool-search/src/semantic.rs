@@ -22,7 +22,8 @@ pub const MAX_TEXT_CHARS: usize = 1200;
 
 /// The text a tool is embedded as: its name as words (`github-create_issue` → `github create
 /// issue`), its title when it says more than the name, and its description, cut at
-/// [`MAX_TEXT_CHARS`]. A name that repeats its server's name after the server prefix is read
+/// [`MAX_TEXT_CHARS`], without its web addresses ([`crate::analyzer::without_web_addresses`]:
+/// a link's words stay). A name that repeats its server's name after the server prefix is read
 /// once, as the lexical arm's name field reads it ([`crate::own_name`]):
 /// `hubspot-hubspot-batch-update-objects` → `hubspot batch update objects`,
 /// `smithery.Bright_Data-brightdata-mcp_web_data_linkedin_person_profile` → `smithery Bright
@@ -52,7 +53,14 @@ pub fn embedding_text(t: &CatalogTool) -> String {
             text.push(')');
         }
     }
-    let description = tool.description.as_deref().unwrap_or("").trim();
+    let description = tool.description.as_deref().unwrap_or("");
+    // (the cut bounds the work on a megabyte-long description; the text is cut again below)
+    let description = match description.char_indices().nth(4 * MAX_TEXT_CHARS) {
+        Some((end, _)) => &description[..end],
+        None => description,
+    };
+    let description = crate::analyzer::without_web_addresses(description);
+    let description = description.trim();
     if !description.is_empty() {
         text.push_str(": ");
         text.push_str(description);
@@ -229,6 +237,20 @@ mod tests {
         );
         let long = "x".repeat(10_000);
         assert_eq!(embedding_text(&tool("t", None, &long)).chars().count(), MAX_TEXT_CHARS);
+        assert_eq!(
+            embedding_text(&tool(
+                "org_access",
+                None,
+                "Org access. [See the docs](https://docs.x.com/a)"
+            )),
+            "org access: Org access. [See the docs",
+            "a link's words stay, its address goes"
+        );
+        assert_eq!(
+            embedding_text(&tool("t", None, "https://x.com/a")),
+            "t",
+            "a description of nothing but an address adds nothing"
+        );
     }
 
     #[test]

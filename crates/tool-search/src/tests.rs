@@ -529,6 +529,20 @@ fn the_semantic_arm_reads_the_request_without_its_values() {
 }
 
 #[test]
+fn a_description_is_embedded_without_its_web_addresses() {
+    use crate::analyzer::without_web_addresses;
+    assert_eq!(
+        without_web_addresses(
+            "Gets the access control of a member. [See the docs](https://learn.microsoft.com/en-us/linkedin/x).\nAlso <https://x.io/a> and www.example.org/b, or see https://y.dev"
+        ),
+        "Gets the access control of a member. [See the docs Also and or see"
+    );
+    // no address: the text as it is, its line breaks too
+    let plain = "Send a message.\n\nArgs:\n  to: e-mail address (a@b.c), see ./docs/x.md";
+    assert!(matches!(without_web_addresses(plain), std::borrow::Cow::Borrowed(t) if t == plain));
+}
+
+#[test]
 fn the_semantic_arm_reads_the_service_a_web_address_points_at() {
     // the request names its service only in the address: the arm reads the host's name
     for (query, text) in [
