@@ -508,7 +508,7 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
                         add(&t);
                     }
                 }
-                Field::Description => add(ct.tool.description_str()),
+                Field::Description => add(&crate::analyzer::without_web_addresses(ct.tool.description_str())),
                 Field::Param => {
                     for p in &schema.params {
                         add(&p.name);

@@ -91,7 +91,10 @@
 //! `latitude`). A tool's own name leaves out a repeat of its server's name as well
 //! (`smithery.Bright_Data-brightdata-mcp_web_data_linkedin_person_profile` is named `web data
 //! linkedin person profile`): marketplace catalogs prefix names so, and the repeat would make
-//! every name of the server long and about the server.
+//! every name of the server long and about the server. A description is indexed without its
+//! web addresses (a markdown link keeps its words: [`analyzer::without_web_addresses`]); a
+//! link target says where to read more, not what the tool does. The semantic arm reads the
+//! name and the description the same way ([`semantic::embedding_text`]).
 //!
 //! Each field's frequency is length-normalised against that field's own average (over the tools
 //! that have the field) before the fields are weighted, summed and saturated once (k1 1.5), so

@@ -543,6 +543,20 @@ fn a_description_is_embedded_without_its_web_addresses() {
 }
 
 #[test]
+fn a_documentation_link_is_not_a_description_word() {
+    let catalog = r#"{"tools": [
+      {"name": "admin-org_access", "description": "Organization access control. [See the docs](https://learn.microsoft.com/en-us/linkedin/access)"},
+      {"name": "people-person_profile", "description": "Read a LinkedIn member's profile"},
+      {"name": "people-person_posts", "description": "Read a member's posts"}
+    ]}"#;
+    let t = top_in(catalog, "linkedin profile");
+    assert_eq!(t[0], "people-person_profile");
+    assert!(!t.contains(&"admin-org_access".to_string()), "{t:?}");
+    // the link's own words stay
+    assert_eq!(top_in(catalog, "see the docs")[0], "admin-org_access");
+}
+
+#[test]
 fn the_semantic_arm_reads_the_service_a_web_address_points_at() {
     // the request names its service only in the address: the arm reads the host's name
     for (query, text) in [
