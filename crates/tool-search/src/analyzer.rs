@@ -11,6 +11,9 @@
 //! - A short English stop list drops words that carry no tool meaning (`the`, `please`, `I'm`),
 //!   which keeps pasted requests from being ranked by their filler.
 //! - Snowball English stemming (`threads` → `thread`, `creating` → `creat`).
+//! - Web addresses: their syntax (scheme, `www`, top-level domain) is no word of a query; a
+//!   request's address leaves only its host's name to the semantic arm; a description is read
+//!   by both arms without its addresses (a link keeps its words).
 
 use rust_stemmers::{Algorithm, Stemmer};
 
@@ -202,7 +205,7 @@ fn is_number(chunk: &str) -> bool {
 /// URLs, e-mail addresses, selectors, file names and bare numbers), which are data for the
 /// call, not words about the tool — `read ./test_project_root/requirements.txt` must not
 /// read as a request about projects. A web address leaves the name of the service it points
-/// at ([`host_name`]). A query that is nothing but values stays whole.
+/// at (`host_name`). A query that is nothing but values stays whole.
 pub fn without_literals(query: &str) -> String {
     let kept: Vec<std::borrow::Cow<'_, str>> = marked_chunks(query)
         .into_iter()

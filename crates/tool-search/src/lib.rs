@@ -229,7 +229,7 @@
 //! data for the call, not words about the tool; a web address leaves the name of the service
 //! it points at (`crunchbase` of `https://www.crunchbase.com/organization/acme`), the one word
 //! of the request that may name it. The model knows only English, so a request that reads as another language gets
-//! the alias table's English for the words it knows ([`aliases::AliasTable::in_english`]:
+//! the alias table's English for the words it knows (`aliases::AliasTable::in_english`:
 //! `enviar un mensaje al canal de Slack` is read as `send un message al channel de Slack`,
 //! `创建一个新的 GitHub 仓库` as `create create GitHub repository`).
 //! The constants are the largest semantic weights at which no visible set loses

@@ -24,7 +24,7 @@ pub const MAX_TEXT_CHARS: usize = 1200;
 /// issue`), its title when it says more than the name, and its description, cut at
 /// [`MAX_TEXT_CHARS`], without its web addresses ([`crate::analyzer::without_web_addresses`]:
 /// a link's words stay). A name that repeats its server's name after the server prefix is read
-/// once, as the lexical arm's name field reads it ([`crate::own_name`]):
+/// once, as the lexical arm's name field reads it (`own_name` in `lib.rs`):
 /// `hubspot-hubspot-batch-update-objects` → `hubspot batch update objects`,
 /// `smithery.Bright_Data-brightdata-mcp_web_data_linkedin_person_profile` → `smithery Bright
 /// Data web data linkedin person profile`; the model pools every token alike, so the repeat
@@ -74,7 +74,7 @@ pub fn embedding_text(t: &CatalogTool) -> String {
 /// The text a query is embedded as: its first [`crate::MAX_QUERY_CHARS`] characters without
 /// literal values ([`crate::analyzer::without_literals`]), and, when it reads as another
 /// language, with the words the alias table knows in English
-/// ([`crate::aliases::AliasTable::in_english`]: the model knows only English). Callers embed
+/// (`aliases::AliasTable::in_english`: the model knows only English). Callers embed
 /// this, not the raw query.
 pub fn query_text(query: &str) -> String {
     let text = crate::analyzer::without_literals(crate::clip_query(query));

@@ -543,20 +543,6 @@ fn a_description_is_embedded_without_its_web_addresses() {
 }
 
 #[test]
-fn a_documentation_link_is_not_a_description_word() {
-    let catalog = r#"{"tools": [
-      {"name": "admin-org_access", "description": "Organization access control. [See the docs](https://learn.microsoft.com/en-us/linkedin/access)"},
-      {"name": "people-person_profile", "description": "Read a LinkedIn member's profile"},
-      {"name": "people-person_posts", "description": "Read a member's posts"}
-    ]}"#;
-    let t = top_in(catalog, "linkedin profile");
-    assert_eq!(t[0], "people-person_profile");
-    assert!(!t.contains(&"admin-org_access".to_string()), "{t:?}");
-    // the link's own words stay
-    assert_eq!(top_in(catalog, "see the docs")[0], "admin-org_access");
-}
-
-#[test]
 fn the_semantic_arm_reads_the_service_a_web_address_points_at() {
     // the request names its service only in the address: the arm reads the host's name
     for (query, text) in [
@@ -713,15 +699,26 @@ fn query_words_drop_the_syntax_of_web_addresses() {
 }
 
 #[test]
-fn a_web_address_in_a_request_does_not_match_documentation_links() {
+fn web_addresses_match_nothing_on_either_side() {
+    // a documentation link in a description, a bare address in a parameter description
     let catalog = r#"{"tools": [
-      {"name": "admin-org_access", "description": "Organization access control. [See the docs](https://docs.example.com/api/access)"},
-      {"name": "people-person_profile", "description": "Read a person's profile"},
-      {"name": "people-person_posts", "description": "Read a person's posts"}
+      {"name": "admin-org_access", "description": "Organization access control. [See the docs](https://learn.microsoft.com/en-us/linkedin/access)",
+       "inputSchema": {"type": "object", "properties": {"org": {"type": "string", "description": "The org, as in https://www.acme.com/org"}}}},
+      {"name": "people-person_profile", "description": "Read a LinkedIn member's profile"},
+      {"name": "people-person_posts", "description": "Read a member's posts"}
     ]}"#;
-    let t = top_in(catalog, "person profile at https://www.linkedin.com/in/johndoe");
-    assert_eq!(t[0], "people-person_profile");
-    assert!(!t.contains(&"admin-org_access".to_string()), "{t:?}");
+    for query in [
+        // a request's address syntax (`https`, `www`, `com`) is no word
+        "person profile at https://www.linkedin.com/in/johndoe",
+        // a description's link target is no word of it
+        "linkedin profile",
+    ] {
+        let t = top_in(catalog, query);
+        assert_eq!(t[0], "people-person_profile", "{query}");
+        assert!(!t.contains(&"admin-org_access".to_string()), "{query}: {t:?}");
+    }
+    // the link's own words stay
+    assert_eq!(top_in(catalog, "see the docs")[0], "admin-org_access");
 }
 
 #[test]
