@@ -7,7 +7,6 @@
 //! `catalog.json` or else from `--catalogs-dir`'s `deployment.json`), one table for all.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -142,11 +141,7 @@ impl EvalArgs {
         let (queries, ranked, scores, report) = (&run.queries, &run.ranked, &run.scores, &run.report);
 
         if let Some(path) = &self.rankings {
-            let mut out = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            for (q, r) in queries.iter().zip(ranked) {
-                let line = serde_json::json!({"id": q.id, "ranked": r});
-                writeln!(out, "{line}").map_err(|e| format!("{}: {e}", path.display()))?;
-            }
+            write_rankings(path, &run)?;
         }
         let misses = worst_misses(queries, scores, ranked, self.misses);
         if self.json {
@@ -199,7 +194,7 @@ impl EvalArgs {
                     "set": s.name,
                     "catalog": s.catalog.display().to_string(),
                     "queries": s.queries.display().to_string(),
-                    "report": s.report,
+                    "report": s.run.report,
                     "vs_baseline": changes.as_ref().map(|c| &c[i]),
                 })).collect::<Vec<_>>(),
             });
@@ -225,10 +220,7 @@ impl EvalArgs {
                     name,
                     catalog,
                     queries,
-                    report: run.report,
-                    query_list: run.queries,
-                    ranked: run.ranked,
-                    scores: run.scores,
+                    run,
                 })
             })
             .collect()
@@ -285,11 +277,8 @@ struct SetReport {
     name: String,
     catalog: PathBuf,
     queries: PathBuf,
-    report: Report,
-    /// Per query, in file order: the query (id and gold), its ranking and scores.
-    query_list: Vec<EvalQuery>,
-    ranked: Vec<Vec<String>>,
-    scores: Vec<QueryScore>,
+    /// Its queries (in file order), rankings, scores and report.
+    run: SetRun,
 }
 
 /// One set against its baseline: how many queries each measure moved up or down.
@@ -314,15 +303,19 @@ fn rankings_file(dir: &Path, set: &str) -> PathBuf {
 fn save_rankings(dir: &Path, sets: &[SetReport]) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for s in sets {
-        let path = rankings_file(dir, &s.name);
-        let mut out = String::new();
-        for (q, r) in s.query_list.iter().zip(&s.ranked) {
-            out.push_str(&serde_json::json!({"id": q.id, "ranked": r}).to_string());
-            out.push('\n');
-        }
-        std::fs::write(&path, out).map_err(|e| format!("{}: {e}", path.display()))?;
+        write_rankings(&rankings_file(dir, &s.name), &s.run)?;
     }
     Ok(())
+}
+
+/// One `{"id", "ranked": [names]}` line per query of `run` (`--rankings`, `--save-rankings`).
+fn write_rankings(path: &Path, run: &SetRun) -> Result<(), String> {
+    let mut out = String::new();
+    for (q, r) in run.queries.iter().zip(&run.ranked) {
+        out.push_str(&serde_json::json!({"id": q.id, "ranked": r}).to_string());
+        out.push('\n');
+    }
+    std::fs::write(path, out).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Scores the rankings saved for set `s` under `dir` with `s`'s gold labels and compares them
@@ -349,7 +342,7 @@ fn compare_with_baseline(dir: &Path, s: &SetReport) -> Result<BaselineChange, St
         .enumerate()
         .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1)))
         .collect::<Result<_, _>>()?;
-    let qs = &s.query_list;
+    let qs = &s.run.queries;
     if lines.len() != qs.len() || lines.iter().zip(qs).any(|(l, q)| l.id != q.id) {
         return Err(format!(
             "{}: holds {} rankings for other queries than set {}'s {} (save the baseline from the same sets)",
@@ -365,9 +358,9 @@ fn compare_with_baseline(dir: &Path, s: &SetReport) -> Result<BaselineChange, St
         .map(|(q, l)| eval::score_query(&q.groups(), &l.ranked))
         .collect();
     Ok(BaselineChange {
-        r1: eval::compare(&base, &s.scores, |q| q.answerable.then_some(q.r1)),
-        r5: eval::compare(&base, &s.scores, |q| q.answerable.then_some(q.r5)),
-        abstain: eval::compare(&base, &s.scores, |q| {
+        r1: eval::compare(&base, &s.run.scores, |q| q.answerable.then_some(q.r1)),
+        r5: eval::compare(&base, &s.run.scores, |q| q.answerable.then_some(q.r5)),
+        abstain: eval::compare(&base, &s.run.scores, |q| {
             (!q.answerable).then_some(f64::from(u8::from(q.abstained)))
         }),
     })
@@ -466,8 +459,8 @@ fn all_visible_table(sets: &[SetReport]) -> String {
         "set", "kind", "n", "R@1", "R@5", "MRR", "nDCG@5", "zero", "abstain"
     );
     for s in sets {
-        let rows =
-            std::iter::once(("all", &s.report.overall)).chain(s.report.by_kind.iter().map(|(k, v)| (k.as_str(), v)));
+        let rows = std::iter::once(("all", &s.run.report.overall))
+            .chain(s.run.report.by_kind.iter().map(|(k, v)| (k.as_str(), v)));
         for (kind, v) in rows {
             let set = if kind == "all" { s.name.as_str() } else { "" };
             let (r1, r5, mrr, ndcg) = if v.answerable > 0 {
@@ -680,13 +673,13 @@ mod tests {
         );
         assert_eq!(sets[0].catalog, eval_dir.join("own/catalog.json"));
         assert_eq!(sets[1].catalog, catalogs_dir.join("deployment.json"));
-        let own = &sets[0].report;
+        let own = &sets[0].run.report;
         // the two-tool query finds one of its tools at rank 1
         assert_eq!((own.overall.queries, own.overall.r1, own.overall.r5), (3, 0.75, 1.0));
         assert_eq!(own.overall.abstain, Some(1.0));
         assert_eq!(own.by_kind.keys().collect::<Vec<_>>(), ["keywords", "unanswerable"]);
         // the shared catalog has no mail tool: that query gets nothing, a zero-result miss
-        let shared = &sets[1].report.overall;
+        let shared = &sets[1].run.report.overall;
         assert_eq!((shared.r1, shared.zero_result, shared.abstain), (0.5, Some(0.5), None));
         let table = all_visible_table(&sets);
         let lines: Vec<&str> = table.lines().collect();
