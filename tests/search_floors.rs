@@ -92,23 +92,23 @@ fn score(catalog: &Path, queries: &Path, embedder: Option<&mut EvalEmbedder>) ->
 
 /// Floors: (set, R@1, R@5) overall, measured at the commit that set them, less 0.005.
 const LEXICAL: [(&str, f64, f64); 6] = [
-    ("deployment-dev", 0.524, 0.721),
-    ("mcp_flow-dev", 0.031, 0.079),
+    ("deployment-dev", 0.519, 0.726),
+    ("mcp_flow-dev", 0.095, 0.223),
     ("mcptoolbench", 0.745, 0.908),
-    ("metatool-dev", 0.397, 0.615),
+    ("metatool-dev", 0.398, 0.614),
     ("seed-examples", 0.939, 0.995),
-    ("toollens", 0.162, 0.347),
+    ("toollens", 0.162, 0.345),
 ];
 
 /// Query vectors come from the 8-bit query encoder on a CPU with a VNNI unit and from the
 /// f32 model elsewhere (`embed::encoder`): the hybrid floors are the lower of the two, less 0.005.
 const HYBRID: [(&str, f64, f64); 6] = [
     ("deployment-dev", 0.582, 0.819),
-    ("mcp_flow-dev", 0.161, 0.291),
+    ("mcp_flow-dev", 0.216, 0.381),
     ("mcptoolbench", 0.737, 0.908),
-    ("metatool-dev", 0.533, 0.769),
+    ("metatool-dev", 0.534, 0.769),
     ("seed-examples", 0.884, 0.995),
-    ("toollens", 0.174, 0.360),
+    ("toollens", 0.173, 0.360),
 ];
 
 /// deployment-dev's unanswerable and answerable requests: (least share of unanswerable

@@ -160,7 +160,9 @@ pub(super) fn build_on(tools: &[CatalogTool], params: &Params, threads: usize) -
         })
         .collect();
 
+    let average_length = docs.iter().map(|d| f64::from(d.length)).sum::<f64>() / docs.len().max(1) as f64;
     Index {
+        average_length,
         n_sources,
         analyzer,
         docs,
@@ -547,6 +549,7 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
             name: ct.tool.name.clone(),
             name_terms: name_terms.min(u16::MAX as usize) as u16,
             lead,
+            length: lens.iter().sum(),
         });
         doc_lens.push(lens);
     }

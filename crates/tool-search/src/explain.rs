@@ -119,7 +119,8 @@ impl Index {
                 ));
             }
         }
-        let own = acc.bm25 + acc.pairs;
+        let norm = self.length_norm(&q, doc as u32);
+        let own = (acc.bm25 + acc.pairs) / norm;
         let source_evidence = (PARAMS.source_weight * acc.source).min(PARAMS.source_cap * own);
         let source = Explanation::new(
             format!(
@@ -138,12 +139,19 @@ impl Index {
             ),
             score,
         );
-        ranking.add(
-            Explanation::new("evidence", own + source_evidence)
-                .with(words)
-                .with(pairs)
-                .with(source),
-        );
+        let mut evidence = Explanation::new("evidence", own + source_evidence)
+            .with(words)
+            .with(pairs);
+        if norm != 1.0 {
+            evidence.add(Explanation::new(
+                format!(
+                    "words and pairs ÷ this: a verbose request, normalised by the tool's length ({} words, average {:.0}; b {:.2})",
+                    self.docs[doc].length, self.average_length, q.length_b
+                ),
+                norm,
+            ));
+        }
+        ranking.add(evidence.with(source));
         ranking.add(Explanation::new("query coverage (matched importance / total)", cov));
         ranking.add(Explanation::new(
             "name coverage (own name words matched / all)",

@@ -28,9 +28,10 @@
 //! * `table`: `StrTable`, a sorted string → `u32`s multimap in one text arena. The lookup tables
 //!   are large and read-only: this stores them as their text plus 12 bytes a key and 4 a value.
 //! * `query`: a query, prepared: each content word becomes a group of weighted index terms,
-//!   plus its adjacent word pairs and the tools whose name it spells.
+//!   plus its adjacent word pairs, the tools whose name it spells, and how verbose it is.
 //! * `score`: accumulates a prepared query over the postings, then the ranking rules (gate,
-//!   coverage, name bonus, source evidence, abstention, name slots, cut).
+//!   coverage, name bonus, source evidence, a verbose request's length pivot, abstention, name
+//!   slots, cut).
 //! * [`semantic`]: the text a tool and a query are embedded as, the tools' [`semantic::Vectors`]
 //!   aligned with the index, cosine ranking. The vectors come from the `embed` crate (run by
 //!   the service's embedding actor, or by `eval`); this crate never runs the model.
@@ -144,6 +145,21 @@
 //! The coverage factor makes a tool matching the whole request beat one matching a rare word
 //! many times. Its power is below 1 because a multi-need request is covered by several tools,
 //! each matching part of it, and the tool for a secondary need must still reach the top 5.
+//!
+//! ## Verbose requests
+//!
+//! A request of more than 15 content words (literal values aside) is *verbose*: its many words
+//! meet a long tool's text by chance, in proportion to that length, and a tool whose text runs
+//! to pages (`zen-mcp-server-analyze`) would answer every pasted request that says `analyze`,
+//! `detailed` and `structured` before the short tool named after the request's subject
+//! (`web_data_linkedin_person_profile`). So a verbose request's evidence in a tool (its words
+//! and pairs; the source evidence is capped by it) is divided by BM25's length pivot over the
+//! tool's whole indexed text, `1 − b + b × length / average length`, with b rising from 0 at
+//! 15 content words to 0.5 at 30. A shorter request is left alone: what it names is what it
+//! wants, and a long tool that matches it is the answer (mcptoolbench's tools are told apart
+//! by their parameter text). Per-field normalisation cannot do this: each field of a verbose
+//! tool is long against its own field's average, but it is the sum of all of them that meets
+//! a long request's words.
 //!
 //! ## Names
 //!
@@ -435,6 +451,14 @@ struct Params {
     /// best this-many tools (after name slots) matches that word anywhere (in any form).
     operation_max_words: usize,
     operation_depth: usize,
+    /// A request of more than this many content words (literal values aside) is verbose ...
+    verbose_from_words: usize,
+    /// ... fully so from this many; a verbose request's evidence in a tool is normalised by
+    /// the tool's whole length, BM25's pivot `1 − b + b × length / average`, with b this
+    /// much × how verbose the request is (0 at `verbose_from_words`, 1 at
+    /// `verbose_full_words`).
+    verbose_full_words: usize,
+    verbose_length_b: f64,
 }
 
 const PARAMS: Params = Params {
@@ -474,6 +498,9 @@ const PARAMS: Params = Params {
     operation_min_leads: 2,
     operation_max_words: 6,
     operation_depth: 5,
+    verbose_from_words: 15,
+    verbose_full_words: 30,
+    verbose_length_b: 0.5,
 };
 
 /// A term's occurrence in one tool (packed: 9 bytes, not 12; postings are the bulk of the
@@ -513,6 +540,9 @@ struct Doc {
     source: u32,
     /// The first term of the tool's own name (`u32::MAX` when it has none).
     lead: u32,
+    /// Words indexed for the tool, over all its fields (stop words aside): the length a
+    /// verbose request's evidence is normalised by.
+    length: u32,
 }
 
 /// An immutable search index over one catalog snapshot (`Send + Sync`: shared behind an Arc).
@@ -539,6 +569,8 @@ pub struct Index {
     surface_ids: FxHashMap<String, u32>,
     /// Adjacent term pairs (`zip code`, `press key`) → tools, with the fields they occur in.
     pairs: PairTable,
+    /// The tools' mean [`Doc::length`].
+    average_length: f64,
 }
 
 /// Adjacent term pairs → the tools they occur in, stored flat: the pair keys sorted (a binary

@@ -91,6 +91,9 @@ pub(super) struct Prepared {
     /// The group of the request's operation: its first content word, when that word starts
     /// the own names of several tools (`delete` of `delete_file`; see `Index::misses_operation`).
     pub operation: Option<usize>,
+    /// The b of the tool-length normalisation of this request's evidence: 0 unless the
+    /// request is verbose (see `Params::verbose_full_words`).
+    pub length_b: f64,
 }
 
 impl Index {
@@ -243,7 +246,14 @@ impl Index {
                 .filter(|e| e.kind == ExpansionKind::Word && self.terms[e.term as usize].leads >= p.operation_min_leads)
                 .map(|_| 0)
         });
+        // a verbose request's many words meet a long tool's text by chance, in proportion to
+        // its length; literal values are data, not wording
+        let wording = groups.iter().filter(|g| g.factor == 1.0).count();
+        let verbosity =
+            wording.saturating_sub(p.verbose_from_words) as f64 / (p.verbose_full_words - p.verbose_from_words) as f64;
+        let length_b = p.verbose_length_b * verbosity.min(1.0);
         Prepared {
+            length_b,
             operation,
             unknown_importance,
             pairs,

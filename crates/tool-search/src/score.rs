@@ -178,11 +178,21 @@ impl Index {
         }
     }
 
+    /// What a tool's own evidence is divided by: BM25's length pivot over the tool's whole
+    /// text, with the request's [`Prepared::length_b`] (1 for a request that is not verbose).
+    pub(super) fn length_norm(&self, q: &Prepared, doc: u32) -> f64 {
+        if q.length_b == 0.0 {
+            return 1.0;
+        }
+        let relative = f64::from(self.docs[doc as usize].length) / self.average_length.max(1.0);
+        1.0 - q.length_b + q.length_b * relative
+    }
+
     /// The ranking score (before name slots).
     pub(super) fn final_score(&self, q: &Prepared, doc: u32, acc: &Acc) -> f64 {
         let p = &PARAMS;
         let cov = Index::coverage(q, acc);
-        let own = acc.bm25 + acc.pairs;
+        let own = (acc.bm25 + acc.pairs) / self.length_norm(q, doc);
         let evidence = own + (p.source_weight * acc.source).min(p.source_cap * own);
         evidence * cov.powf(p.coverage_power) + p.name_bonus * self.name_coverage(doc, acc) * cov
     }

@@ -657,6 +657,57 @@ fn parameter_descriptions_that_run_to_pages_weigh_less() {
 }
 
 #[test]
+fn a_verbose_request_is_weighed_against_the_tools_length() {
+    // a tool whose text runs long and mentions every generic word of a pasted request, a
+    // short one named after the request's subject, and a catalog's ordinary tools
+    let mut tools = vec![
+        r#"{"name": "zen-analyze", "description": "Performs comprehensive analysis of code with systematic investigation and expert validation. Use for detailed evaluation of architecture, patterns, dependencies, performance and maintainability. Walks through the code base step by step, records findings and hypotheses, and calls an expert model to validate them before reporting.",
+           "inputSchema": {"type": "object", "properties": {
+             "step": {"type": "string", "description": "The current analysis step: which files to examine, which hypotheses to test, what information is still missing and what to do next in the investigation"},
+             "findings": {"type": "string", "description": "Findings so far: modules read, call paths traced, performance hot spots, architectural smells and the evidence for each"},
+             "model": {"type": "string", "description": "The expert model that validates the analysis once the investigation is complete"}}}}"#
+            .to_string(),
+        r#"{"name": "brightdata-linkedin_person_profile", "description": "Read structured linkedin people profile data",
+           "inputSchema": {"type": "object", "properties": {"url": {"type": "string"}}}}"#
+            .to_string(),
+    ];
+    for s in [
+        "weather", "maps", "stocks", "music", "mail", "calendar", "files", "chat",
+    ] {
+        tools.push(format!(
+            r#"{{"name": "{s}-get", "description": "Get the {s} of a user by id"}}"#
+        ));
+    }
+    let catalog = format!(r#"{{"tools": [{}]}}"#, tools.join(","));
+    let tools = load_catalog(&catalog).expect("fixture parses");
+    let index = Index::build(&tools);
+    // 31 content words, a third of them (`analyze`, `detailed`, `evaluate`, `patterns`, …) in
+    // the long tool's text, three (`structured`, `linkedin`, `profile`) in the short one's
+    let verbose = "Analyze and extract detailed, structured information from the LinkedIn profile at \
+        https://www.linkedin.com/in/johndoe to comprehensively evaluate an individual's \
+        qualifications, domain-specific expertise, career trajectory, and notable professional \
+        achievements, with a particular focus on leadership growth, collaboration patterns, \
+        technical depth and long-term trends across roles.";
+    let hits = index.search(verbose, 5);
+    assert_eq!(
+        names(&tools, &hits)[0],
+        "brightdata-linkedin_person_profile",
+        "{hits:?}"
+    );
+    let e = index.explain(verbose, position(&tools, "zen-analyze"));
+    assert!(
+        e.to_text()
+            .contains("a verbose request, normalised by the tool's length"),
+        "{}",
+        e.to_text()
+    );
+    // a request of a few words is not: the tool that matches them is the answer, however long
+    assert_eq!(top_in(&catalog, "detailed analysis of code patterns")[0], "zen-analyze");
+    let e = index.explain("detailed analysis of code patterns", position(&tools, "zen-analyze"));
+    assert!(!e.to_text().contains("verbose request"), "{}", e.to_text());
+}
+
+#[test]
 fn query_words_drop_the_syntax_of_web_addresses() {
     let w = query_words(
         "profile at (https://www.linkedin.com/in/johndoe), www.example.org/com/x, mail bob@acme.com or see http://localhost:8080/api",
