@@ -3,7 +3,8 @@
 //! Budgets (issue "Search that beats every peer"): search p50 ≤ 50 µs on the 557-tool
 //! `deployment.json`, ≤ 1 ms on the 11,739-tool `real-11k.json`; index build for 11,739 tools
 //! ≤ 300 ms. Criterion reports the mean and median of each; the queries mix the forms models
-//! write (keywords, one word, a name, a typo, another language, a pasted request, nothing).
+//! write (keywords, one word, a name, a typo, another language, a short and a long pasted
+//! request, nothing).
 //! Skips (benchmarks nothing) when `../shared/bench` is absent.
 //!
 //! With the embedding model installed (`scripts/fetch-model.sh`, or `EMBED_MODEL`), the
@@ -35,6 +36,8 @@ const QUERIES: &[&str] = &[
     "list the pods in the production namespace and show me their logs",
     "Please take a screenshot of https://example.com after it loads",
     "order a large pepperoni pizza",
+    // a pasted request of 25 content words: weighed against each tool's length
+    "Analyze and extract detailed, structured information from the LinkedIn profile at https://www.linkedin.com/in/johndoe to comprehensively evaluate an individual's qualifications, domain-specific expertise, career trajectory, and notable professional achievements, with a particular focus on leadership growth and collaboration patterns",
 ];
 
 fn bench_dir() -> PathBuf {
