@@ -142,7 +142,7 @@ impl Index {
         let mut evidence = Explanation::new("evidence", own + source_evidence)
             .with(words)
             .with(pairs);
-        if norm != 1.0 {
+        if q.length_b > 0.0 {
             evidence.add(Explanation::new(
                 format!(
                     "words and pairs ÷ this: a verbose request, normalised by the tool's length ({} words, average {:.0}; b {:.2})",
