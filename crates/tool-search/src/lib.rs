@@ -157,9 +157,9 @@
 //! tool's whole indexed text, `1 − b + b × length / average length`, with b rising from 0 at
 //! 15 content words to 0.5 at 30. A shorter request is left alone: what it names is what it
 //! wants, and a long tool that matches it is the answer (mcptoolbench's tools are told apart
-//! by their parameter text). Per-field normalisation cannot do this: each field of a verbose
-//! tool is long against its own field's average, but it is the sum of all of them that meets
-//! a long request's words.
+//! by their parameter text). Per-field normalisation alone does not do this: each field of a
+//! verbose tool is long against its own field's average, but it is the sum of all of them
+//! that meets a long request's words.
 //!
 //! ## Names
 //!

@@ -681,8 +681,9 @@ fn a_verbose_request_is_weighed_against_the_tools_length() {
     let catalog = format!(r#"{{"tools": [{}]}}"#, tools.join(","));
     let tools = load_catalog(&catalog).expect("fixture parses");
     let index = Index::build(&tools);
-    // 31 content words, a third of them (`analyze`, `detailed`, `evaluate`, `patterns`, …) in
-    // the long tool's text, three (`structured`, `linkedin`, `profile`) in the short one's
+    // 31 content words, five of them (`analyze`, `detailed`, `comprehensively`, `evaluate`,
+    // `patterns`) in the long tool's text, three (`structured`, `linkedin`, `profile`) in the
+    // short one's
     let verbose = "Analyze and extract detailed, structured information from the LinkedIn profile at \
         https://www.linkedin.com/in/johndoe to comprehensively evaluate an individual's \
         qualifications, domain-specific expertise, career trajectory, and notable professional \
