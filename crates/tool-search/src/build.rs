@@ -382,23 +382,68 @@ fn pair_table(pair_keys: Vec<u64>, pids: Vec<u32>, bits_in: Vec<u8>, starts: Vec
     }
 }
 
+/// A run's terms as [`analyze`] meets them.
+#[derive(Default)]
+struct Vocab {
+    term_ids: FxHashMap<String, u32>,
+    /// Term id → stem, in first-seen order; and, by term id, the flags of [`Part`].
+    term_texts: Vec<String>,
+    name_vocab: Vec<bool>,
+    source_terms: Vec<bool>,
+    /// Surface word → term (None for stop words): stems each distinct word once.
+    word_terms: FxHashMap<String, Option<u32>>,
+    /// Term id → its entry of the current tool in `doc_terms` (NONE when it has none yet): no
+    /// per-tool sorting or allocation.
+    slot: Vec<u32>,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl Vocab {
+    /// The term of a lower-case word (None for a stop word), added when new.
+    fn term(&mut self, w: &str, analyzer: &Analyzer) -> Option<u32> {
+        if let Some(id) = self.word_terms.get(w) {
+            return *id;
+        }
+        let id = if is_stop_word(w) {
+            None
+        } else {
+            let stem = analyzer.stem(w);
+            let next = self.term_texts.len() as u32;
+            let id = *self.term_ids.entry(stem.clone()).or_insert(next);
+            if id == next {
+                self.term_texts.push(stem);
+                self.name_vocab.push(false);
+                self.source_terms.push(false);
+                self.slot.push(NONE);
+            }
+            Some(id)
+        };
+        self.word_terms.insert(w.to_string(), id);
+        id
+    }
+
+    /// One more occurrence of term `id` in `field` of the current tool.
+    fn occurs(&mut self, doc_terms: &mut Vec<(u32, [u16; FIELDS])>, id: u32, field: Field) {
+        let s = &mut self.slot[id as usize];
+        if *s == NONE {
+            *s = doc_terms.len() as u32;
+            doc_terms.push((id, [0; FIELDS]));
+        }
+        let tf = &mut doc_terms[*s as usize].1[field as usize];
+        *tf = tf.saturating_add(1);
+    }
+}
+
 fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
     let mut tok = Tokenizer::default();
-    let mut term_ids: FxHashMap<String, u32> = FxHashMap::default();
-    let mut term_texts: Vec<String> = Vec::new();
-    // surface word → term (None for stop words): stems each distinct word once
-    let mut word_terms: FxHashMap<String, Option<u32>> = FxHashMap::default();
+    let mut vocab = Vocab::default();
     let mut surface_ids: FxHashMap<String, u32> = FxHashMap::default();
     let mut surfaces: Vec<(String, u32)> = Vec::new();
-    let mut name_vocab: Vec<bool> = Vec::new();
-    let mut source_terms: Vec<bool> = Vec::new();
     // per tool, in one array: (term, frequency in each field), tool d at
-    // `doc_terms[doc_starts[d]..doc_starts[d + 1]]`; then field lengths. `slot` finds a term's
-    // entry of the current tool (NONE when it has none yet): no per-tool sorting or allocation.
-    const NONE: u32 = u32::MAX;
+    // `doc_terms[doc_starts[d]..doc_starts[d + 1]]`; then field lengths.
     let mut doc_terms: Vec<(u32, [u16; FIELDS])> = Vec::new();
     let mut doc_starts: Vec<usize> = Vec::with_capacity(tools.len() + 1);
-    let mut slot: Vec<u32> = Vec::new();
     let mut doc_lens: Vec<[u32; FIELDS]> = Vec::with_capacity(tools.len());
     let mut docs = Vec::with_capacity(tools.len());
     let mut source_ids: FxHashMap<&str, u32> = FxHashMap::default();
@@ -424,31 +469,32 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
         let rest = ct.tool.rest();
         let schema = rest.schema_view();
         for field in ALL_FIELDS {
+            // a camelCase word of a text field is also a term whole (`PromQL` → `prom`, `ql`
+            // and `promql`): a request spells it in lower case. Not a name's or a source's:
+            // their words are what name coverage counts (`WebsiteTool` is two words)
+            let glues = !matches!(field, Field::Name | Field::Source);
             let mut add = |text: &str| {
                 let mut prev: Option<u32> = None;
-                tok.for_each_word(text, |w| {
-                    let id = match word_terms.get(w) {
-                        Some(id) => *id,
-                        None => {
-                            let id = if is_stop_word(w) {
-                                None
-                            } else {
-                                let stem = analyzer.stem(w);
-                                let next = term_texts.len() as u32;
-                                let id = *term_ids.entry(stem.clone()).or_insert(next);
-                                if id == next {
-                                    term_texts.push(stem);
-                                    name_vocab.push(false);
-                                    source_terms.push(false);
-                                    slot.push(NONE);
-                                }
-                                Some(id)
-                            };
-                            word_terms.insert(w.to_string(), id);
-                            id
+                // the camelCase words of `text` whole; `run` is the one being read, in
+                // `run_parts` parts
+                let mut glued: Vec<String> = Vec::new();
+                let mut run = String::new();
+                let mut run_parts = 0usize;
+                tok.for_each_word_marked(text, |w, camel| {
+                    if glues {
+                        if camel {
+                            run.push_str(w);
+                            run_parts += 1;
+                        } else {
+                            if run_parts > 1 {
+                                glued.push(std::mem::take(&mut run));
+                            }
+                            run.clear();
+                            run.push_str(w);
+                            run_parts = 1;
                         }
-                    };
-                    if let Some(id) = id {
+                    }
+                    if let Some(id) = vocab.term(w, analyzer) {
                         if let Some(pr) = prev.filter(|&pr| pr != id) {
                             let next = pair_ids.len() as u32;
                             let key = pair_key(pr, id);
@@ -470,23 +516,17 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
                         if field == Field::Name && lead == NONE {
                             lead = id;
                         }
-                        let s = &mut slot[id as usize];
-                        if *s == NONE {
-                            *s = doc_terms.len() as u32;
-                            doc_terms.push((id, [0; FIELDS]));
-                        }
-                        let tf = &mut doc_terms[*s as usize].1[field as usize];
-                        *tf = tf.saturating_add(1);
+                        vocab.occurs(&mut doc_terms, id, field);
                         lens[field as usize] += 1;
                         if field == Field::Source {
-                            source_terms[id as usize] = true;
+                            vocab.source_terms[id as usize] = true;
                         }
                         if matches!(field, Field::Name | Field::Source | Field::Title) {
                             // a tool's first label words feed the affix and typo tables: their
                             // size is bounded per tool, however long its name or title
                             label_words += 1;
                             if label_words <= MAX_LABEL_WORDS {
-                                name_vocab[id as usize] = true;
+                                vocab.name_vocab[id as usize] = true;
                                 // typo targets; a longer word's deletions would cost the
                                 // square of its length
                                 let chars = w.chars().take(MAX_TYPO_WORD_CHARS + 1).count();
@@ -498,6 +538,16 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
                         }
                     }
                 });
+                if run_parts > 1 {
+                    glued.push(run);
+                }
+                // an occurrence of the whole word, beside its parts: not a word more of the
+                // field's length, nor a pair
+                for g in glued {
+                    if let Some(id) = vocab.term(&g, analyzer) {
+                        vocab.occurs(&mut doc_terms, id, field);
+                    }
+                }
             };
             match field {
                 Field::Name => add(own_name(&ct.tool.name, &ct.source)),
@@ -536,7 +586,7 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
         }
         let per_term = &doc_terms[start..];
         for &(t, _) in per_term {
-            slot[t as usize] = NONE;
+            vocab.slot[t as usize] = NONE;
         }
         let name_terms = per_term.iter().filter(|(_, tf)| tf[Field::Name as usize] > 0).count();
         let next_source = source_ids.len() as u32;
@@ -555,6 +605,12 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
     }
     doc_starts.push(doc_terms.len());
     pair_starts.push(pair_pids.len());
+    let Vocab {
+        term_texts,
+        name_vocab,
+        source_terms,
+        ..
+    } = vocab;
     Part {
         term_texts,
         name_vocab,

@@ -322,6 +322,34 @@ fn a_camel_case_brand_the_catalog_knows_whole_stays_whole() {
 }
 
 #[test]
+fn a_camel_case_word_of_a_description_is_found_in_lower_case() {
+    let catalog = r#"{"tools": [
+      {"name": "grafana-query_prometheus", "description": "Query a PromQL-compatible datasource with a PromQL expression"},
+      {"name": "grafana-query_loki_logs", "description": "Run a LogQL query against a Loki datasource"},
+      {"name": "jobs-run_batch", "description": "Run a batch of jobs at once"},
+      {"name": "video-search", "description": "Search videos on YouTube",
+       "inputSchema": {"type": "object", "properties": {"maxResults": {"type": "integer"}}}},
+      {"name": "web-search", "description": "Search the web"}
+    ]}"#;
+    // `promql` is no word of the catalog as written (`prom`, `ql`): only its whole form meets it
+    assert_eq!(top_in(catalog, "run promql query")[0], "grafana-query_prometheus");
+    assert_eq!(top_in(catalog, "youtube search")[0], "video-search");
+    assert_eq!(top_in(catalog, "maxresults")[0], "video-search");
+    // the parts are still words of the text
+    assert_eq!(top_in(catalog, "prom ql")[0], "grafana-query_prometheus");
+    // the whole word is an occurrence beside its parts, not a word more of the tool's length
+    let tools = load_catalog(
+        r#"{"tools": [
+      {"name": "prom_one", "description": "Query a PromQL datasource"},
+      {"name": "prom_two", "description": "Query a Prom QL datasource"}
+    ]}"#,
+    )
+    .expect("fixture parses");
+    let index = Index::build(&tools);
+    assert_eq!(index.docs[0].length, index.docs[1].length);
+}
+
+#[test]
 fn parameter_values_the_schema_enumerates_are_searchable() {
     let catalog = r#"{"tools": [
       {"name": "web-search", "description": "Search the web",
