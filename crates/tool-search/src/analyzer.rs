@@ -3,8 +3,9 @@
 //!
 //! - Words are runs of letters/digits, split again at camelCase boundaries (`threadId` →
 //!   `thread id`, `HTMLParser` → `html parser`, but `URLs` stays `urls`), because tool and
-//!   parameter names glue words. A query word remembers where it was split, so a brand the
-//!   catalog knows whole (`eBay`, `GitHub`) is glued back (see `Index::prepare`).
+//!   parameter names glue words. The index adds a text field's camelCase word whole as well
+//!   (`PromQL` → `promql`: `build.rs`), and a query word remembers where it was split, so a
+//!   brand the catalog knows whole (`eBay`, `GitHub`) is glued back (see `Index::prepare`).
 //! - Han/kana/hangul characters are single-character words: those scripts put no spaces between
 //!   words, and a character unigram is the cheapest segmentation that still matches. (A query
 //!   reads a run of them again by the alias table's Chinese, Japanese and Korean words: `Index::prepare`.)
