@@ -3,7 +3,7 @@
 //!
 //! - Words are runs of letters/digits, split again at camelCase boundaries (`threadId` →
 //!   `thread id`, `HTMLParser` → `html parser`, but `URLs` stays `urls`), because tool and
-//!   parameter names glue words. The index adds a text field's camelCase word whole as well
+//!   parameter names glue words. The index adds each camelCase word whole as well
 //!   (`PromQL` → `promql`: `build.rs`), and a query word remembers where it was split, so a
 //!   brand the catalog knows whole (`eBay`, `GitHub`) is glued back (see `Index::prepare`).
 //! - Han/kana/hangul characters are single-character words: those scripts put no spaces between

@@ -423,8 +423,9 @@ impl Vocab {
         id
     }
 
-    /// One more occurrence of term `id` in `field` of the current tool.
-    fn occurs(&mut self, doc_terms: &mut Vec<(u32, [u16; FIELDS])>, id: u32, field: Field) {
+    /// One more occurrence of term `id` in `field` of the current tool; whether it is the
+    /// first there.
+    fn occurs(&mut self, doc_terms: &mut Vec<(u32, [u16; FIELDS])>, id: u32, field: Field) -> bool {
         let s = &mut self.slot[id as usize];
         if *s == NONE {
             *s = doc_terms.len() as u32;
@@ -432,6 +433,7 @@ impl Vocab {
         }
         let tf = &mut doc_terms[*s as usize].1[field as usize];
         *tf = tf.saturating_add(1);
+        *tf == 1
     }
 }
 
@@ -465,34 +467,31 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
         let mut lens = [0u32; FIELDS];
         // words of the tool's name, source and title so far (see `MAX_LABEL_WORDS`)
         let mut label_words = 0usize;
+        // distinct name terms that are only the whole of a camelCase word
+        let mut glued_name_terms = 0usize;
         let mut lead: u32 = NONE;
         let rest = ct.tool.rest();
         let schema = rest.schema_view();
         for field in ALL_FIELDS {
-            // a camelCase word of a text field is also a term whole (`PromQL` → `prom`, `ql`
-            // and `promql`): a request spells it in lower case. Not a name's or a source's:
-            // their words are what name coverage counts (`WebsiteTool` is two words)
-            let glues = !matches!(field, Field::Name | Field::Source);
             let mut add = |text: &str| {
                 let mut prev: Option<u32> = None;
-                // the camelCase words of `text` whole; `run` is the one being read, in
-                // `run_parts` parts
+                // a camelCase word is also a term whole (`PromQL` → `prom`, `ql` and
+                // `promql`), since a request spells it in lower case: the camelCase words of
+                // `text` whole; `run` is the one being read, in `run_parts` parts
                 let mut glued: Vec<String> = Vec::new();
                 let mut run = String::new();
                 let mut run_parts = 0usize;
                 tok.for_each_word_marked(text, |w, camel| {
-                    if glues {
-                        if camel {
-                            run.push_str(w);
-                            run_parts += 1;
-                        } else {
-                            if run_parts > 1 {
-                                glued.push(std::mem::take(&mut run));
-                            }
-                            run.clear();
-                            run.push_str(w);
-                            run_parts = 1;
+                    if camel {
+                        run.push_str(w);
+                        run_parts += 1;
+                    } else {
+                        if run_parts > 1 {
+                            glued.push(std::mem::take(&mut run));
                         }
+                        run.clear();
+                        run.push_str(w);
+                        run_parts = 1;
                     }
                     if let Some(id) = vocab.term(w, analyzer) {
                         if let Some(pr) = prev.filter(|&pr| pr != id) {
@@ -542,10 +541,16 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
                     glued.push(run);
                 }
                 // an occurrence of the whole word, beside its parts: not a word more of the
-                // field's length, nor a pair
+                // field's length, nor a pair, nor a name word more for name coverage (which
+                // counts `ClickUp_add_task` as four words)
                 for g in glued {
                     if let Some(id) = vocab.term(&g, analyzer) {
-                        vocab.occurs(&mut doc_terms, id, field);
+                        if vocab.occurs(&mut doc_terms, id, field) && field == Field::Name {
+                            glued_name_terms += 1;
+                        }
+                        if field == Field::Source {
+                            vocab.source_terms[id as usize] = true;
+                        }
                     }
                 }
             };
@@ -588,7 +593,7 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
         for &(t, _) in per_term {
             vocab.slot[t as usize] = NONE;
         }
-        let name_terms = per_term.iter().filter(|(_, tf)| tf[Field::Name as usize] > 0).count();
+        let name_terms = per_term.iter().filter(|(_, tf)| tf[Field::Name as usize] > 0).count() - glued_name_terms;
         let next_source = source_ids.len() as u32;
         let source = *source_ids.entry(ct.source.as_str()).or_insert(next_source);
         if source == next_source {

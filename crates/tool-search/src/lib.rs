@@ -78,13 +78,11 @@
 //! A web address's scheme, `www` and top-level domain (with a generic level under a
 //! country's: `.com.cn`, `.co.uk`) are not words at all: every address carries them, and so
 //! does every documentation link in a tool's description.
-//! A camelCase word of a title, description or parameter is indexed whole beside its parts
-//! (`PromQL` → `prom`, `ql` and `promql`; `YouTube`, `JavaScript`): a request spells it in
-//! lower case. The whole word adds an occurrence, not a word of the field's length. A name's
-//! or a source's words stay as written: they are what name coverage counts (`WebsiteTool` is
-//! two words), and a whole name is reached through name slots (see Names). A camelCase query
-//! word the catalog knows whole is glued back (`eBay`, `GitHub`), while one it does not know
-//! stays split (`searchPapers`).
+//! A camelCase word of any field is indexed whole beside its parts (`PromQL` → `prom`, `ql` and
+//! `promql`; `YouTube`, `ClickUp`): a request spells it in lower case. The whole word adds an
+//! occurrence, not a word of the field's length, and not a name word: name coverage counts
+//! `WebsiteTool` as two words. A camelCase query word the catalog knows whole is glued back
+//! (`eBay`, `GitHub`), while one it does not know stays split (`searchPapers`).
 //!
 //! ## Fields and BM25F
 //!

@@ -322,7 +322,7 @@ fn a_camel_case_brand_the_catalog_knows_whole_stays_whole() {
 }
 
 #[test]
-fn a_camel_case_word_of_a_description_is_found_in_lower_case() {
+fn a_camel_case_word_is_found_in_lower_case() {
     let catalog = r#"{"tools": [
       {"name": "grafana-query_prometheus", "description": "Query a PromQL-compatible datasource with a PromQL expression"},
       {"name": "grafana-query_loki_logs", "description": "Run a LogQL query against a Loki datasource"},
@@ -347,6 +347,17 @@ fn a_camel_case_word_of_a_description_is_found_in_lower_case() {
     .expect("fixture parses");
     let index = Index::build(&tools);
     assert_eq!(index.docs[0].length, index.docs[1].length);
+    // names too: `clickup` meets `ClickUp_create_task` (without it, `clickup` is a word no
+    // tool has, and the short request gets nothing), and name coverage still counts the name's
+    // words as written
+    let catalog = r#"{"tools": [
+      {"name": "Basecamp_create_task", "description": "Create a task in a list"},
+      {"name": "ClickUp_create_task", "description": "Create a task in a list"}
+    ]}"#;
+    assert_eq!(top_in(catalog, "new task in clickup")[0], "ClickUp_create_task");
+    let tools = load_catalog(catalog).expect("fixture parses");
+    let index = Index::build(&tools);
+    assert_eq!(index.docs[1].name_terms, 4, "click, up, create, task");
 }
 
 #[test]
