@@ -435,11 +435,27 @@ impl Vocab {
         *tf = tf.saturating_add(1);
         *tf == 1
     }
+
+    /// One occurrence of a camelCase word whole (`promql` of `PromQL`) in `field` of the
+    /// current tool, beside its parts: not a word more of the field's length, nor a pair, nor a
+    /// name word for name coverage (which counts `ClickUp_add_task` as four words). Whether it
+    /// is a name term the tool did not have.
+    fn whole(&mut self, w: &str, analyzer: &Analyzer, doc_terms: &mut Vec<(u32, [u16; FIELDS])>, field: Field) -> bool {
+        let Some(id) = self.term(w, analyzer) else {
+            return false;
+        };
+        if field == Field::Source {
+            self.source_terms[id as usize] = true;
+        }
+        self.occurs(doc_terms, id, field) && field == Field::Name
+    }
 }
 
 fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
     let mut tok = Tokenizer::default();
     let mut vocab = Vocab::default();
+    // the camelCase word being read (see `Vocab::whole`), one buffer for the whole run
+    let mut run = String::new();
     let mut surface_ids: FxHashMap<String, u32> = FxHashMap::default();
     let mut surfaces: Vec<(String, u32)> = Vec::new();
     // per tool, in one array: (term, frequency in each field), tool d at
@@ -476,10 +492,9 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
             let mut add = |text: &str| {
                 let mut prev: Option<u32> = None;
                 // a camelCase word is also a term whole (`PromQL` → `prom`, `ql` and
-                // `promql`), since a request spells it in lower case: the camelCase words of
-                // `text` whole; `run` is the one being read, in `run_parts` parts
-                let mut glued: Vec<String> = Vec::new();
-                let mut run = String::new();
+                // `promql`), since a request spells it in lower case: `run` is the word being
+                // read, in `run_parts` parts
+                run.clear();
                 let mut run_parts = 0usize;
                 tok.for_each_word_marked(text, |w, camel| {
                     if camel {
@@ -487,7 +502,7 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
                         run_parts += 1;
                     } else {
                         if run_parts > 1 {
-                            glued.push(std::mem::take(&mut run));
+                            glued_name_terms += usize::from(vocab.whole(&run, analyzer, &mut doc_terms, field));
                         }
                         run.clear();
                         run.push_str(w);
@@ -538,20 +553,7 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
                     }
                 });
                 if run_parts > 1 {
-                    glued.push(run);
-                }
-                // an occurrence of the whole word, beside its parts: not a word more of the
-                // field's length, nor a pair, nor a name word more for name coverage (which
-                // counts `ClickUp_add_task` as four words)
-                for g in glued {
-                    if let Some(id) = vocab.term(&g, analyzer) {
-                        if vocab.occurs(&mut doc_terms, id, field) && field == Field::Name {
-                            glued_name_terms += 1;
-                        }
-                        if field == Field::Source {
-                            vocab.source_terms[id as usize] = true;
-                        }
-                    }
+                    glued_name_terms += usize::from(vocab.whole(&run, analyzer, &mut doc_terms, field));
                 }
             };
             match field {
