@@ -5,6 +5,8 @@
 //! Two modes: one set (`--catalog FILE --queries FILE`), or every visible set at once
 //! (`--all-visible`: each folder of `--eval-dir` with a `queries.json`, answered from its own
 //! `catalog.json` or else from `--catalogs-dir`'s `deployment.json`), one table for all.
+//! With `--embed-model` the semantic arm ranks too; `--arms` then also scores each arm alone
+//! and the better of the two per query ([`eval::better_of`]), in a second table.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -42,7 +44,7 @@ pub struct EvalArgs {
     /// Write one `{"id", "ranked": [names]}` line per query to this file.
     #[arg(long, conflicts_with = "all_visible")]
     pub rankings: Option<PathBuf>,
-    /// With --all-visible: write each set's rankings to DIR/<set>.jsonl (the lines of
+    /// With --all-visible: write each set's rankings to `DIR/<set>.jsonl` (the lines of
     /// --rankings), to compare a later run against with --baseline.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["catalog", "queries"])]
     pub save_rankings: Option<PathBuf>,
@@ -63,6 +65,11 @@ pub struct EvalArgs {
     /// Where the tool and query vectors are kept between runs (with --embed-model).
     #[arg(long, default_value = "target/vector-cache")]
     pub vector_cache: PathBuf,
+    /// With --embed-model: also score each arm alone (the lexical search; the semantic arm's
+    /// nearest tools) and the better of the two per query, to show how much a rule that picks
+    /// which arm to trust could still gain (R@1 / R@5 per set and kind).
+    #[arg(long, requires = "embed_model")]
+    pub arms: bool,
 }
 
 /// The catalog of sets that carry no `catalog.json` of their own.
@@ -85,27 +92,52 @@ pub fn rank_all_with(
     limit: usize,
     semantic: Option<SemanticInput<'_>>,
 ) -> Vec<Vec<String>> {
+    rank_each(names, queries, limit, |t| {
+        let sem = semantic.and_then(|(vectors, qv)| {
+            Some(Semantic {
+                vectors,
+                query: qv.get(&tool_search::semantic::query_text(t))?.as_slice(),
+            })
+        });
+        index.search_hybrid(t, limit, sem).into_iter().map(|h| h.doc).collect()
+    })
+}
+
+/// The semantic arm alone: each query's nearest tools by cosine, interleaved as in
+/// [`rank_all`] (`eval --arms`).
+fn rank_all_semantic(
+    names: &[String],
+    queries: &[EvalQuery],
+    limit: usize,
+    semantic: SemanticInput<'_>,
+) -> Vec<Vec<String>> {
+    let (vectors, qv) = semantic;
+    rank_each(names, queries, limit, |t| {
+        match qv.get(&tool_search::semantic::query_text(t)) {
+            Some(q) => vectors.nearest(q, limit).into_iter().map(|(doc, _)| doc).collect(),
+            None => Vec::new(),
+        }
+    })
+}
+
+/// Each query's ranking by `rank` (tool positions, best first), one answer per entry of a
+/// query given as a list, interleaved (first of each, then second of each, ...), names
+/// deduplicated, cut at `limit`.
+fn rank_each(
+    names: &[String],
+    queries: &[EvalQuery],
+    limit: usize,
+    mut rank: impl FnMut(&str) -> Vec<usize>,
+) -> Vec<Vec<String>> {
     queries
         .iter()
         .map(|q| {
-            let answers: Vec<Vec<tool_search::Hit>> = q
-                .texts()
-                .iter()
-                .map(|t| {
-                    let sem = semantic.and_then(|(vectors, qv)| {
-                        Some(Semantic {
-                            vectors,
-                            query: qv.get(&tool_search::semantic::query_text(t))?.as_slice(),
-                        })
-                    });
-                    index.search_hybrid(t, limit, sem)
-                })
-                .collect();
+            let answers: Vec<Vec<usize>> = q.texts().iter().map(|t| rank(t)).collect();
             let mut ranked: Vec<String> = Vec::new();
             for i in 0..limit {
                 for a in &answers {
-                    if let Some(h) = a.get(i) {
-                        let n = &names[h.doc];
+                    if let Some(&doc) = a.get(i) {
+                        let n = &names[doc];
                         if !ranked.contains(n) {
                             ranked.push(n.clone());
                         }
@@ -137,7 +169,7 @@ impl EvalArgs {
             return Err("--catalog and --queries are required (or --all-visible)".into());
         };
         let mut embedder = self.embedder()?;
-        let run = score_set(catalog, queries, self.limit, embedder.as_mut())?;
+        let run = score_set(catalog, queries, self.limit, embedder.as_mut(), self.arms)?;
         let (queries, ranked, scores, report) = (&run.queries, &run.ranked, &run.scores, &run.report);
 
         if let Some(path) = &self.rankings {
@@ -145,10 +177,15 @@ impl EvalArgs {
         }
         let misses = worst_misses(queries, scores, ranked, self.misses);
         if self.json {
-            let v = serde_json::json!({"report": report, "worst_misses": misses});
+            let v = serde_json::json!({
+                "report": report,
+                "arms": run.arms.as_ref().map(Arms::json),
+                "worst_misses": misses,
+            });
             println!("{}", serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?);
         } else {
             print_report(report);
+            print!("{}", arms_table(&[("set", &run)]));
             if !misses.is_empty() {
                 println!("\nworst misses:");
                 for m in &misses {
@@ -195,12 +232,15 @@ impl EvalArgs {
                     "catalog": s.catalog.display().to_string(),
                     "queries": s.queries.display().to_string(),
                     "report": s.run.report,
+                    "arms": s.run.arms.as_ref().map(Arms::json),
                     "vs_baseline": changes.as_ref().map(|c| &c[i]),
                 })).collect::<Vec<_>>(),
             });
             println!("{}", serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?);
         } else {
             print!("{}", all_visible_table(&sets));
+            let arms: Vec<(&str, &SetRun)> = sets.iter().map(|s| (s.name.as_str(), &s.run)).collect();
+            print!("{}", arms_table(&arms));
             if let (Some(dir), Some(changes)) = (&self.baseline, &changes) {
                 print!("{}", baseline_table(dir, &sets, changes));
             }
@@ -214,8 +254,8 @@ impl EvalArgs {
         let mut embedder = self.embedder()?;
         sets.into_iter()
             .map(|(name, catalog, queries)| {
-                let run =
-                    score_set(&catalog, &queries, self.limit, embedder.as_mut()).map_err(|e| format!("{name}: {e}"))?;
+                let run = score_set(&catalog, &queries, self.limit, embedder.as_mut(), self.arms)
+                    .map_err(|e| format!("{name}: {e}"))?;
                 Ok(SetReport {
                     name,
                     catalog,
@@ -233,42 +273,133 @@ struct SetRun {
     ranked: Vec<Vec<String>>,
     scores: Vec<QueryScore>,
     report: Report,
+    /// With `--arms`: each arm alone, and the better of the two per query.
+    arms: Option<Arms>,
 }
 
-/// Loads a catalog and a query set, ranks every query (`rank_all`) and scores it.
+/// Reports of the lexical arm alone, the semantic arm alone (its nearest tools) and the
+/// better of the two per query ([`eval::better_of`]).
+struct Arms {
+    lexical: Report,
+    semantic: Report,
+    better: Report,
+}
+
+/// Each query's scores: its ranking against its gold groups.
+fn score_all(queries: &[EvalQuery], ranked: &[Vec<String>]) -> Vec<QueryScore> {
+    queries
+        .iter()
+        .zip(ranked)
+        .map(|(q, r)| eval::score_query(&q.groups(), r))
+        .collect()
+}
+
+/// The reports of each arm's rankings alone and of the better of the two per query.
+fn score_arms(queries: &[EvalQuery], lexical: &[Vec<String>], semantic: &[Vec<String>]) -> Arms {
+    let lexical = score_all(queries, lexical);
+    let semantic = score_all(queries, semantic);
+    let better: Vec<QueryScore> = lexical
+        .iter()
+        .zip(&semantic)
+        .map(|(a, b)| eval::better_of(a, b))
+        .collect();
+    Arms {
+        lexical: eval::report(queries, &lexical),
+        semantic: eval::report(queries, &semantic),
+        better: eval::report(queries, &better),
+    }
+}
+
+impl Arms {
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({"lexical": self.lexical, "semantic": self.semantic, "better_of_two": self.better})
+    }
+}
+
+/// R@1 / R@5 of each arm alone, the fused ranking and the better arm per query, per set and
+/// kind, for the runs scored with `--arms` (empty when none was).
+fn arms_table(runs: &[(&str, &SetRun)]) -> String {
+    let runs: Vec<(&str, &SetRun, &Arms)> = runs
+        .iter()
+        .filter_map(|&(n, r)| Some((n, r, r.arms.as_ref()?)))
+        .collect();
+    if runs.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "\nR@1 / R@5 of each arm alone, fused, and the better arm per query (what choosing an arm could reach)\n{:<16} {:<14} {:>5} {:>15} {:>15} {:>15} {:>15}\n",
+        "set", "kind", "n", "lexical", "semantic", "fused", "better arm"
+    );
+    let cell = |s: Option<&Summary>| match s {
+        Some(s) if s.answerable > 0 => format!("{:.3} / {:.3}", s.r1, s.r5),
+        _ => "-".to_owned(),
+    };
+    for (name, run, arms) in runs {
+        let kinds = std::iter::once(None).chain(run.report.by_kind.keys().map(Some));
+        for kind in kinds {
+            let pick = |r: &Report| match kind {
+                None => Some(r.overall.clone()),
+                Some(k) => r.by_kind.get(k).cloned(),
+            };
+            let fused = pick(&run.report);
+            if fused.as_ref().is_some_and(|s| s.answerable == 0) {
+                continue;
+            }
+            out.push_str(&format!(
+                "{:<16} {:<14} {:>5} {:>15} {:>15} {:>15} {:>15}\n",
+                if kind.is_none() { name } else { "" },
+                kind.map_or("all", String::as_str),
+                fused.as_ref().map_or(0, |s| s.answerable),
+                cell(pick(&arms.lexical).as_ref()),
+                cell(pick(&arms.semantic).as_ref()),
+                cell(fused.as_ref()),
+                cell(pick(&arms.better).as_ref()),
+            ));
+        }
+    }
+    out.push_str("n = answerable queries; semantic alone = the nearest tools by cosine, no name slots or abstention\n");
+    out
+}
+
+/// Loads a catalog and a query set, ranks every query (`rank_all`) and scores it; with
+/// `arms` (and an embedder), each arm alone as well.
 fn score_set(
     catalog: &Path,
     queries_file: &Path,
     limit: usize,
     embedder: Option<&mut EvalEmbedder>,
+    arms: bool,
 ) -> Result<SetRun, String> {
     let tools = load_catalog_path(catalog)?;
     let text = std::fs::read_to_string(queries_file).map_err(|e| format!("{}: {e}", queries_file.display()))?;
     let queries = eval::load_queries(&text).map_err(|e| format!("{}: {e}", queries_file.display()))?;
     let index = Index::build(&tools);
     let names: Vec<String> = tools.iter().map(|t| t.tool.name.clone()).collect();
-    let ranked = match embedder {
-        None => rank_all(&index, &names, &queries, limit),
+    let (ranked, arms) = match embedder {
+        None => (rank_all(&index, &names, &queries, limit), None),
         Some(e) => {
             let vectors = e.tool_vectors(&tools)?;
             let texts: Vec<String> = queries.iter().flat_map(|q| q.texts()).collect();
             let semantic_texts: Vec<String> = texts.iter().map(|t| tool_search::semantic::query_text(t)).collect();
             let refs: Vec<&str> = semantic_texts.iter().map(String::as_str).collect();
             let qv = e.query_vectors(&refs)?;
-            rank_all_with(&index, &names, &queries, limit, Some((&vectors, &qv)))
+            let ranked = rank_all_with(&index, &names, &queries, limit, Some((&vectors, &qv)));
+            let arms = arms.then(|| {
+                let lexical = rank_all(&index, &names, &queries, limit);
+                let semantic = rank_all_semantic(&names, &queries, limit, (&vectors, &qv));
+                score_arms(&queries, &lexical, &semantic)
+            });
+            (ranked, arms)
         }
     };
-    let scores: Vec<QueryScore> = queries
-        .iter()
-        .zip(&ranked)
-        .map(|(q, r)| eval::score_query(&q.groups(), r))
-        .collect();
+    let scores = score_all(&queries, &ranked);
     let report = eval::report(&queries, &scores);
     Ok(SetRun {
         queries,
         ranked,
         scores,
         report,
+        arms,
     })
 }
 
@@ -595,6 +726,70 @@ mod tests {
     }
 
     #[test]
+    fn arms_scores_each_arm_alone_and_the_better_per_query() {
+        let tools = tool_search::catalog_file::load_catalog(CATALOG).unwrap();
+        let index = Index::build(&tools);
+        let names: Vec<String> = tools.iter().map(|t| t.tool.name.clone()).collect();
+        // two dimensions: `send email` lies nearest the GitHub tools (the semantic arm misses
+        // it, the lexical arm does not), `compose a note` nearest the mail tool (no word of it
+        // is in the catalog: the lexical arm has nothing), the nonsense request near a tool
+        let rows: [[f32; 2]; 4] = [[1.0, 0.0], [0.8, 0.6], [0.0, 1.0], [0.6, 0.8]];
+        let vectors = Vectors::build(4, 2, |i| Some(&rows[i][..]));
+        let queries = eval::load_queries(
+            r#"[{"id": "a", "query": "send email", "gold": ["gmail-send_message"], "kind": "keywords"},
+                {"id": "b", "query": "compose a note", "gold": ["gmail-send_message"], "kind": "paraphrase"},
+                {"id": "c", "query": "xyzzy plugh", "gold_groups": [], "kind": "unanswerable"}]"#,
+        )
+        .unwrap();
+        let qv: HashMap<String, Vec<f32>> = [
+            ("send email", [0.6, 0.8]),
+            ("compose a note", [1.0, 0.0]),
+            ("xyzzy plugh", [0.0, 1.0]),
+        ]
+        .into_iter()
+        .map(|(t, v)| (tool_search::semantic::query_text(t), v.to_vec()))
+        .collect();
+        let semantic = rank_all_semantic(&names, &queries, 10, (&vectors, &qv));
+        assert_eq!(semantic[0][0], "github-list_issues");
+        assert_eq!(semantic[1][0], "gmail-send_message");
+        assert_eq!(semantic[2][0], "github-create_issue");
+        let lexical = rank_all(&index, &names, &queries, 10);
+        assert_eq!(lexical[0][0], "gmail-send_message");
+        assert!(lexical[1].is_empty() && lexical[2].is_empty());
+        let arms = score_arms(&queries, &lexical, &semantic);
+        assert_eq!((arms.lexical.overall.r1, arms.lexical.overall.r5), (0.5, 0.5));
+        assert_eq!((arms.semantic.overall.r1, arms.semantic.overall.r5), (0.5, 1.0));
+        // choosing per query: each request from the arm that found it
+        assert_eq!((arms.better.overall.r1, arms.better.overall.r5), (1.0, 1.0));
+        assert_eq!(arms.better.overall.abstain, Some(1.0));
+        assert_eq!(arms.semantic.overall.abstain, Some(0.0));
+        // the table: one row per set and kind with answerable requests
+        let run = SetRun {
+            ranked: lexical.clone(),
+            scores: score_all(&queries, &lexical),
+            report: eval::report(&queries, &score_all(&queries, &lexical)),
+            queries,
+            arms: Some(arms),
+        };
+        let table = arms_table(&[("own", &run)]);
+        let lines: Vec<&str> = table.lines().filter(|l| !l.is_empty()).collect();
+        assert!(
+            lines[1].starts_with("set") && lines[1].ends_with("better arm"),
+            "{table}"
+        );
+        let row: Vec<&str> = lines[2].split_whitespace().collect();
+        assert_eq!(&row[..3], ["own", "all", "2"]);
+        assert_eq!(
+            &row[3..],
+            ["0.500", "/", "0.500", "0.500", "/", "1.000", "0.500", "/", "0.500", "1.000", "/", "1.000"]
+        );
+        assert!(lines[3].trim_start().starts_with("keywords") && lines[4].trim_start().starts_with("paraphrase"));
+        assert!(!table.contains("unanswerable"), "{table}");
+        // and nothing without --arms
+        assert_eq!(arms_table(&[("own", &SetRun { arms: None, ..run })]), "");
+    }
+
+    #[test]
     fn eval_reports_a_missing_file() {
         let args = EvalArgs {
             catalog: Some(PathBuf::from("/nonexistent/catalog.json")),
@@ -636,6 +831,9 @@ mod tests {
         assert!(parse(&["--catalog", "c.json", "--queries", "q.json"]).is_ok());
         assert!(parse(&["--all-visible", "--catalog", "c.json"]).is_err());
         assert!(parse(&["--all-visible", "--rankings", "r.jsonl"]).is_err());
+        // each arm alone needs the semantic arm
+        assert!(parse(&["--all-visible", "--arms"]).is_err());
+        assert!(parse(&["--all-visible", "--arms", "--embed-model", "m"]).unwrap().arms);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! Measured here: each relayed call by upstream, tool and outcome, its latency and the calls in
 //! flight; each search's queries, empty answers and latency; the query embedding's wait and the
 //! searches that fell back to lexical; and, through the
-//! [`retrieval`](super::retrieval) tracker, how calls relate to the caller's last search. A
+//! [`retrieval`] tracker, how calls relate to the caller's last search. A
 //! relayed call carries its trace upstream (`traceparent` header and `_meta`, see
 //! `mcp_wire::trace`).
 

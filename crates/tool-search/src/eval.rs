@@ -120,6 +120,24 @@ pub fn score_query(groups: &[Vec<String>], ranked: &[String]) -> QueryScore {
     }
 }
 
+/// Per metric, the better of two scores of the same query: what choosing, query by query and
+/// without error, the better of two rankings would reach. `eval --arms` reports it for the
+/// lexical and the semantic arm alone: how far a rule that picks which arm to trust could go
+/// with these two arms. (A bound on choosing, not on fusing: a fused ranking can hold the gold
+/// tools of both arms and beat it.)
+pub fn better_of(a: &QueryScore, b: &QueryScore) -> QueryScore {
+    QueryScore {
+        answerable: a.answerable,
+        r1: a.r1.max(b.r1),
+        r5: a.r5.max(b.r5),
+        r10: a.r10.max(b.r10),
+        rr: a.rr.max(b.rr),
+        ndcg5: a.ndcg5.max(b.ndcg5),
+        abstained: a.abstained || b.abstained,
+        empty: a.empty && b.empty,
+    }
+}
+
 /// Averages over a set of queries.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Summary {
@@ -275,6 +293,27 @@ mod tests {
         let groups = vec![names(&["a"]), names(&["b"])];
         let s = score_query(&groups, &names(&["b", "a"]));
         assert_eq!((s.r1, s.r5, s.rr, s.ndcg5), (0.5, 1.0, 1.0, 1.0));
+    }
+
+    #[test]
+    fn better_of_takes_each_metric_from_the_better_ranking() {
+        let groups = vec![names(&["a"]), names(&["b"])];
+        // `a` first in one ranking, `b` within five in the other: R@1 from the first, R@5
+        // from the second, and the pair is better than either
+        let first = score_query(&groups, &names(&["a", "x", "y", "z", "w", "v", "b"]));
+        let second = score_query(&groups, &names(&["x", "a", "b"]));
+        let best = better_of(&first, &second);
+        assert_eq!((first.r1, first.r5), (0.5, 0.5));
+        assert_eq!((second.r1, second.r5), (0.0, 1.0));
+        assert_eq!((best.r1, best.r5, best.rr), (0.5, 1.0, 1.0));
+        assert_eq!(best.ndcg5, first.ndcg5.max(second.ndcg5));
+        assert_eq!(better_of(&second, &first), best);
+        // one empty ranking is not a miss when the other answers; an unanswerable query is
+        // abstained on when either ranking abstains
+        let empty = score_query(&groups, &[]);
+        assert!(!better_of(&empty, &second).empty && better_of(&empty, &empty).empty);
+        let (silent, answered) = (score_query(&[], &[]), score_query(&[], &names(&["a"])));
+        assert!(better_of(&answered, &silent).abstained && !better_of(&answered, &answered).abstained);
     }
 
     #[test]
