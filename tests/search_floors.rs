@@ -92,7 +92,7 @@ fn score(catalog: &Path, queries: &Path, embedder: Option<&mut EvalEmbedder>) ->
 
 /// Floors: (set, R@1, R@5) overall, measured at the commit that set them, less 0.005.
 const LEXICAL: [(&str, f64, f64); 6] = [
-    ("deployment-dev", 0.529, 0.731),
+    ("deployment-dev", 0.535, 0.731),
     ("mcp_flow-dev", 0.098, 0.224),
     ("mcptoolbench", 0.745, 0.908),
     ("metatool-dev", 0.398, 0.614),

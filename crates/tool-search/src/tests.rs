@@ -361,6 +361,27 @@ fn a_camel_case_word_is_found_in_lower_case() {
 }
 
 #[test]
+fn a_snapshot_is_not_a_screenshot() {
+    // a snapshot is a point-in-time copy (of a volume, a database, a page's accessibility
+    // tree), not an image of the screen: the words are no synonyms, and each language's word
+    // for a snapshot reaches `snapshot`
+    let catalog = r#"{"tools": [
+      {"name": "screen-capture", "description": "Take a screenshot of the current page"},
+      {"name": "volume-create_snapshot", "description": "Create a point-in-time snapshot of a disk volume"}
+    ]}"#;
+    assert_eq!(top_in(catalog, "take a screenshot"), ["screen-capture"]);
+    assert_eq!(top_in(catalog, "snapshot the volume"), ["volume-create_snapshot"]);
+    let t = aliases::table();
+    let a = Analyzer::default();
+    let targets =
+        |w: &str, known: bool| -> Vec<String> { t.lookup(w, &a.stem(w), known).into_iter().map(|(s, _)| s).collect() };
+    assert!(!targets("screenshot", true).contains(&a.stem("snapshot")));
+    assert!(!targets("snapshot", true).contains(&a.stem("screenshot")));
+    assert!(targets("快照", false).contains(&a.stem("snapshot")));
+    assert!(targets("截图", false).contains(&a.stem("screenshot")));
+}
+
+#[test]
 fn parameter_values_the_schema_enumerates_are_searchable() {
     let catalog = r#"{"tools": [
       {"name": "web-search", "description": "Search the web",
