@@ -168,6 +168,13 @@ impl EvalArgs {
         let (Some(catalog), Some(queries)) = (&self.catalog, &self.queries) else {
             return Err("--catalog and --queries are required (or --all-visible)".into());
         };
+        // the set's name in the arms table: its folder (`…/seed-examples/queries.json`), else
+        // the file's own name
+        let set = queries
+            .parent()
+            .and_then(Path::file_name)
+            .or_else(|| queries.file_stem())
+            .map_or_else(|| "set".into(), |n| n.to_string_lossy());
         let mut embedder = self.embedder()?;
         let run = score_set(catalog, queries, self.limit, embedder.as_mut(), self.arms)?;
         let (queries, ranked, scores, report) = (&run.queries, &run.ranked, &run.scores, &run.report);
@@ -185,7 +192,7 @@ impl EvalArgs {
             println!("{}", serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?);
         } else {
             print_report(report);
-            print!("{}", arms_table(&[("set", &run)]));
+            print!("{}", arms_table(&[(&set, &run)]));
             if !misses.is_empty() {
                 println!("\nworst misses:");
                 for m in &misses {
