@@ -102,23 +102,31 @@ fn query_words_remember_camel_case_splits() {
     );
 }
 
+/// The stems a query word expands to through the alias table (`known`: the catalog has the
+/// word itself).
+fn alias_targets(w: &str, known: bool) -> Vec<String> {
+    let a = Analyzer::default();
+    aliases::table()
+        .lookup(w, &a.stem(w), known)
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect()
+}
+
 #[test]
 fn aliases_map_synonyms_and_other_languages() {
-    let t = aliases::table();
     let a = Analyzer::default();
-    let targets =
-        |w: &str, known: bool| -> Vec<String> { t.lookup(w, &a.stem(w), known).into_iter().map(|(s, _)| s).collect() };
-    assert!(targets("ticket", true).contains(&a.stem("issue")));
-    assert!(targets("invia", false).contains(&a.stem("send")));
-    assert!(targets("inviare", false).contains(&a.stem("send")));
-    assert!(targets("evento", false).contains(&a.stem("event")));
+    assert!(alias_targets("ticket", true).contains(&a.stem("issue")));
+    assert!(alias_targets("invia", false).contains(&a.stem("send")));
+    assert!(alias_targets("inviare", false).contains(&a.stem("send")));
+    assert!(alias_targets("evento", false).contains(&a.stem("event")));
     // foreign forms only stand in for words the catalog does not know
-    assert!(targets("inviare", true).is_empty());
+    assert!(alias_targets("inviare", true).is_empty());
     // the abbreviations tools' users write reach the words tools are described with, one way
-    assert!(targets("pr", true).contains(&a.stem("pull")));
-    assert!(targets("pr", true).contains(&a.stem("request")));
-    assert!(targets("k8s", false).contains(&a.stem("kubernetes")));
-    assert!(!targets("pull", true).contains(&"pr".to_string()));
+    assert!(alias_targets("pr", true).contains(&a.stem("pull")));
+    assert!(alias_targets("pr", true).contains(&a.stem("request")));
+    assert!(alias_targets("k8s", false).contains(&a.stem("kubernetes")));
+    assert!(!alias_targets("pull", true).contains(&"pr".to_string()));
 }
 
 #[test]
@@ -371,14 +379,11 @@ fn a_snapshot_is_not_a_screenshot() {
     ]}"#;
     assert_eq!(top_in(catalog, "take a screenshot"), ["screen-capture"]);
     assert_eq!(top_in(catalog, "snapshot the volume"), ["volume-create_snapshot"]);
-    let t = aliases::table();
     let a = Analyzer::default();
-    let targets =
-        |w: &str, known: bool| -> Vec<String> { t.lookup(w, &a.stem(w), known).into_iter().map(|(s, _)| s).collect() };
-    assert!(!targets("screenshot", true).contains(&a.stem("snapshot")));
-    assert!(!targets("snapshot", true).contains(&a.stem("screenshot")));
-    assert!(targets("快照", false).contains(&a.stem("snapshot")));
-    assert!(targets("截图", false).contains(&a.stem("screenshot")));
+    assert!(!alias_targets("screenshot", true).contains(&a.stem("snapshot")));
+    assert!(!alias_targets("snapshot", true).contains(&a.stem("screenshot")));
+    assert!(alias_targets("快照", false).contains(&a.stem("snapshot")));
+    assert!(alias_targets("截图", false).contains(&a.stem("screenshot")));
 }
 
 #[test]
