@@ -7,6 +7,9 @@
 //! `catalog.json` or else from `--catalogs-dir`'s `deployment.json`), one table for all.
 //! With `--embed-model` the semantic arm ranks too; `--arms` then also scores each arm alone
 //! and the better of the two per query ([`eval::better_of`]), in a second table.
+//! `--export-texts DIR` writes the texts the arm embeds and stops; `--vectors DIR` ranks with
+//! another model's vectors of them instead of the model's (see `vectors`), to measure a
+//! candidate model through the same fusion.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,10 +20,13 @@ use tool_search::eval::{self, Change, EvalQuery, QueryScore, Report, Summary};
 use tool_search::semantic::Vectors;
 use tool_search::{Index, Semantic};
 
-use super::vectors::EvalEmbedder;
+use super::vectors::{EvalEmbedder, TextExport, EXPORTED_QUERIES, EXPORTED_TOOLS};
+#[cfg(test)]
+use super::vectors::{EXTERNAL_TEXTS, EXTERNAL_VECTORS};
 
 /// Measure search quality: R@1, R@5, R@10, MRR, nDCG@5, zero-result and abstain rates.
 #[derive(clap::Args, Debug)]
+#[command(group = clap::ArgGroup::new("semantic").args(["embed_model", "vectors"]))]
 pub struct EvalArgs {
     /// Catalog file the queries are answered from.
     #[arg(long, required_unless_present = "all_visible", conflicts_with = "all_visible")]
@@ -65,10 +71,20 @@ pub struct EvalArgs {
     /// Where the tool and query vectors are kept between runs (with --embed-model).
     #[arg(long, default_value = "target/vector-cache")]
     pub vector_cache: PathBuf,
-    /// With --embed-model: also score each arm alone (the lexical search; the semantic arm's
-    /// nearest tools) and the better of the two per query, to show how much a rule that picks
-    /// which arm to trust could still gain (R@1 / R@5 per set and kind).
-    #[arg(long, requires = "embed_model")]
+    /// Rank with the semantic arm on vectors computed elsewhere instead of the model: DIR holds
+    /// `texts.jsonl` (one JSON string per line) and `vectors.f32` (a row of little-endian f32s
+    /// per line), covering the texts --export-texts writes for the same sets. To measure
+    /// another model through the same fusion.
+    #[arg(long, value_name = "DIR")]
+    pub vectors: Option<PathBuf>,
+    /// Write the texts the semantic arm embeds for the chosen sets (`tools.jsonl`, read at 128
+    /// tokens; `queries.jsonl`, at 256) into DIR and stop, for embedding elsewhere (--vectors).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["semantic", "baseline", "save_rankings", "rankings"])]
+    pub export_texts: Option<PathBuf>,
+    /// With --embed-model or --vectors: also score each arm alone (the lexical search; the
+    /// semantic arm's nearest tools) and the better of the two per query, to show how much a
+    /// rule that picks which arm to trust could still gain (R@1 / R@5 per set and kind).
+    #[arg(long, requires = "semantic")]
     pub arms: bool,
 }
 
@@ -162,6 +178,9 @@ impl EvalArgs {
     }
 
     fn try_run(&self) -> Result<(), String> {
+        if let Some(dir) = &self.export_texts {
+            return self.export(dir);
+        }
         if self.all_visible {
             return self.run_all_visible();
         }
@@ -204,10 +223,43 @@ impl EvalArgs {
     }
 
     fn embedder(&self) -> Result<Option<EvalEmbedder>, String> {
-        self.embed_model
-            .as_deref()
-            .map(|m| EvalEmbedder::open(m, &self.vector_cache))
-            .transpose()
+        match (&self.embed_model, &self.vectors) {
+            (Some(model), _) => EvalEmbedder::open(model, &self.vector_cache).map(Some),
+            (None, Some(dir)) => EvalEmbedder::external(dir).map(Some),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// The chosen sets' (`--all-visible`, or `--catalog` and `--queries`) embedding texts,
+    /// written for `--vectors`.
+    fn export(&self, dir: &Path) -> Result<(), String> {
+        let files = if self.all_visible {
+            visible_sets(&self.eval_dir, &self.catalogs_dir)?
+                .into_iter()
+                .map(|(_, catalog, queries)| (catalog, queries))
+                .collect()
+        } else {
+            match (&self.catalog, &self.queries) {
+                (Some(c), Some(q)) => vec![(c.clone(), q.clone())],
+                _ => return Err("--catalog and --queries are required (or --all-visible)".into()),
+            }
+        };
+        let mut export = TextExport::default();
+        for (catalog, queries_file) in files {
+            export.add_tools(&load_catalog_path(&catalog)?);
+            let text =
+                std::fs::read_to_string(&queries_file).map_err(|e| format!("{}: {e}", queries_file.display()))?;
+            let queries = eval::load_queries(&text).map_err(|e| format!("{}: {e}", queries_file.display()))?;
+            let texts: Vec<String> = queries.iter().flat_map(|q| q.texts()).collect();
+            export.add_queries(texts.iter().map(String::as_str));
+        }
+        let (tools, queries) = export.write(dir)?;
+        println!(
+            "wrote {tools} tool texts to {} and {queries} query texts to {}",
+            dir.join(EXPORTED_TOOLS).display(),
+            dir.join(EXPORTED_QUERIES).display()
+        );
+        Ok(())
     }
 
     /// Every visible set scored, compared with --baseline's rankings when given, and saved to
@@ -841,6 +893,104 @@ mod tests {
         // each arm alone needs the semantic arm
         assert!(parse(&["--all-visible", "--arms"]).is_err());
         assert!(parse(&["--all-visible", "--arms", "--embed-model", "m"]).unwrap().arms);
+        assert!(parse(&["--all-visible", "--arms", "--vectors", "v"]).unwrap().arms);
+        // one source of vectors; texts are exported for embedding, not ranked
+        assert!(parse(&["--all-visible", "--embed-model", "m", "--vectors", "v"]).is_err());
+        assert!(parse(&["--all-visible", "--export-texts", "d", "--vectors", "v"]).is_err());
+        assert!(parse(&["--all-visible", "--export-texts", "d", "--baseline", "b"]).is_err());
+        assert!(parse(&["--all-visible", "--export-texts", "d"]).is_ok());
+    }
+
+    #[test]
+    fn external_vectors_of_the_exported_texts_rank_through_the_semantic_arm() {
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = dir.path().join("catalog.json");
+        let queries = dir.path().join("queries.json");
+        std::fs::write(&catalog, CATALOG).unwrap();
+        std::fs::write(
+            &queries,
+            r#"[{"id": "a", "query": "send email", "gold": ["gmail-send_message"], "kind": "keywords"},
+                {"id": "b", "query": "compose a note", "gold": ["gmail-send_message"], "kind": "paraphrase"},
+                {"id": "c", "query": "xyzzy plugh", "gold_groups": [], "kind": "unanswerable"},
+                {"id": "d", "query": ["send email", "xyzzy plugh"], "gold": ["gmail-send_message"], "kind": "keywords"}]"#,
+        )
+        .unwrap();
+        let ext = dir.path().join("ext");
+        let export = EvalArgs {
+            catalog: Some(catalog.clone()),
+            queries: Some(queries.clone()),
+            export_texts: Some(ext.clone()),
+            ..args(&[])
+        };
+        assert_eq!(export.run(), ExitCode::SUCCESS);
+        // the texts the arm embeds, each once: a tool's embedding text, a query's semantic text
+        let tools = tool_search::catalog_file::load_catalog(CATALOG).unwrap();
+        let lines = |name: &str| -> Vec<String> {
+            read_jsonl(&ext.join(name))
+                .into_iter()
+                .map(|v| v.as_str().unwrap().to_owned())
+                .collect()
+        };
+        let tool_texts = lines(EXPORTED_TOOLS);
+        assert_eq!(
+            tool_texts,
+            tools
+                .iter()
+                .map(tool_search::semantic::embedding_text)
+                .collect::<Vec<_>>()
+        );
+        let query_texts = lines(EXPORTED_QUERIES);
+        assert_eq!(
+            query_texts,
+            ["send email", "compose a note", "xyzzy plugh"].map(tool_search::semantic::query_text)
+        );
+
+        // another model's vectors for them (as in the arms test, not unit length: normalised on
+        // reading)
+        let rows: [[f32; 2]; 7] = [
+            [2.0, 0.0],
+            [0.8, 0.6],
+            [0.0, 3.0],
+            [0.6, 0.8],
+            [0.6, 0.8],
+            [1.0, 0.0],
+            [0.0, 1.0],
+        ];
+        let write = |texts: &[String], rows: &[[f32; 2]]| {
+            let jsonl: String = texts.iter().map(|t| serde_json::to_string(t).unwrap() + "\n").collect();
+            std::fs::write(ext.join(EXTERNAL_TEXTS), jsonl).unwrap();
+            let bytes: Vec<u8> = rows.iter().flatten().flat_map(|x| x.to_le_bytes()).collect();
+            std::fs::write(ext.join(EXTERNAL_VECTORS), bytes).unwrap();
+        };
+        let all: Vec<String> = tool_texts.iter().chain(&query_texts).cloned().collect();
+        write(&all, &rows);
+        let mut external = EvalEmbedder::external(&ext).unwrap();
+        let run = score_set(&catalog, &queries, 10, Some(&mut external), true).unwrap();
+        // `compose a note` has no word the catalog knows: only the external vectors find it
+        assert_eq!(run.ranked[1][0], "gmail-send_message");
+        assert!(score_set(&catalog, &queries, 10, None, false).unwrap().ranked[1].is_empty());
+        // the semantic arm alone: `send email` lies nearest `github-list_issues` (gold 4th)
+        let arms = run.arms.unwrap();
+        assert!((arms.semantic.overall.r1 - 1.0 / 3.0).abs() < 1e-9);
+        assert_eq!(arms.semantic.overall.r5, 1.0);
+
+        // a text without a vector is an error that says how to make one
+        write(&all[..6], &rows[..6]);
+        let mut short = EvalEmbedder::external(&ext).unwrap();
+        let err = score_set(&catalog, &queries, 10, Some(&mut short), false)
+            .err()
+            .unwrap();
+        assert!(
+            err.contains("query texts have no external vector") && err.contains("--export-texts"),
+            "{err}"
+        );
+        // so is a vector file that is not whole rows, or a row of zeros
+        std::fs::write(ext.join(EXTERNAL_VECTORS), [0u8; 13]).unwrap();
+        assert!(EvalEmbedder::external(&ext).err().unwrap().contains("not 6 rows"));
+        let mut zero = rows;
+        zero[3] = [0.0, 0.0];
+        write(&all, &zero);
+        assert!(EvalEmbedder::external(&ext).err().unwrap().contains("row 4"));
     }
 
     #[test]

@@ -1,6 +1,11 @@
 //! Vectors for the `eval` command's semantic arm, kept between runs in a cache folder (one
 //! store for tool texts, one for queries; see `embed::store`), so a change to the fusion is
 //! measured in seconds once every visible set was embedded once.
+//!
+//! They can also come from outside ([`EvalEmbedder::external`]): another model's vectors of
+//! the very texts this search embeds (written by `eval --export-texts`, embedded by any tool,
+//! e.g. `scripts/embed-external.py` with sentence-transformers), so a candidate model is
+//! measured through the same fusion before anyone teaches `embed` its architecture.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +17,18 @@ use tool_search::semantic::{embedding_text, Vectors};
 pub use tool_search::semantic::{QUERY_MAX_TOKENS, TOOL_MAX_TOKENS};
 
 pub struct EvalEmbedder {
+    source: Source,
+}
+
+enum Source {
+    /// The model in `embed`, its vectors cached (boxed: the model is large, the other variant
+    /// small).
+    Model(Box<Cached>),
+    /// Vectors computed elsewhere, by text.
+    External(ExternalVectors),
+}
+
+struct Cached {
     embedder: Embedder,
     dir: PathBuf,
     tools: VectorStore,
@@ -23,6 +40,60 @@ pub struct EvalEmbedder {
 
 impl EvalEmbedder {
     pub fn open(model: &Path, cache: &Path) -> Result<Self, String> {
+        Ok(Self {
+            source: Source::Model(Box::new(Cached::open(model, cache)?)),
+        })
+    }
+
+    /// [`Self::open`], but every vector must already be in `cache` (filled by
+    /// `mcp-search-proxy eval --all-visible --embed-model DIR` from a release build); a
+    /// missing one is an error naming that command.
+    pub fn open_cache_only(model: &Path, cache: &Path) -> Result<Self, String> {
+        let mut c = Cached::open(model, cache)?;
+        c.cache_only = true;
+        Ok(Self {
+            source: Source::Model(Box::new(c)),
+        })
+    }
+
+    /// Vectors computed elsewhere, read from `dir` ([`ExternalVectors::load`]).
+    pub fn external(dir: &Path) -> Result<Self, String> {
+        Ok(Self {
+            source: Source::External(ExternalVectors::load(dir)?),
+        })
+    }
+
+    /// The tools' vectors: from the cache, embedding the ones not seen before, or from the
+    /// external vectors (where a missing one is an error).
+    pub fn tool_vectors(&mut self, tools: &[CatalogTool]) -> Result<Vectors, String> {
+        match &mut self.source {
+            Source::Model(c) => c.tool_vectors(tools),
+            Source::External(x) => {
+                let texts: Vec<String> = tools.iter().map(embedding_text).collect();
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                x.check(&refs, "tool")?;
+                Ok(Vectors::build(tools.len(), x.dim, |i| x.get(refs[i])))
+            }
+        }
+    }
+
+    /// Each query text's vector (as [`Self::tool_vectors`]).
+    pub fn query_vectors(&mut self, texts: &[&str]) -> Result<HashMap<String, Vec<f32>>, String> {
+        match &mut self.source {
+            Source::Model(c) => c.query_vectors(texts),
+            Source::External(x) => {
+                x.check(texts, "query")?;
+                Ok(texts
+                    .iter()
+                    .filter_map(|t| Some((t.to_string(), x.get(t)?.to_vec())))
+                    .collect())
+            }
+        }
+    }
+}
+
+impl Cached {
+    fn open(model: &Path, cache: &Path) -> Result<Self, String> {
         let embedder = Embedder::load(model).map_err(|e| format!("{}: {e}", model.display()))?;
         let dim = embedder.dim();
         let (tools, _) = VectorStore::load(&cache.join("tools.bin"), &embedder.fingerprint(TOOL_MAX_TOKENS), dim);
@@ -42,17 +113,8 @@ impl EvalEmbedder {
         })
     }
 
-    /// [`Self::open`], but every vector must already be in `cache` (filled by
-    /// `mcp-search-proxy eval --all-visible --embed-model DIR` from a release build); a
-    /// missing one is an error naming that command.
-    pub fn open_cache_only(model: &Path, cache: &Path) -> Result<Self, String> {
-        let mut e = Self::open(model, cache)?;
-        e.cache_only = true;
-        Ok(e)
-    }
-
     /// The tools' vectors, embedding (and caching) the ones not seen before.
-    pub fn tool_vectors(&mut self, tools: &[CatalogTool]) -> Result<Vectors, String> {
+    fn tool_vectors(&mut self, tools: &[CatalogTool]) -> Result<Vectors, String> {
         let texts: Vec<String> = tools.iter().map(embedding_text).collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         self.check_cached(&self.tools, &refs, "tool")?;
@@ -71,7 +133,7 @@ impl EvalEmbedder {
     }
 
     /// Each query text's vector, embedding (and caching) the ones not seen before.
-    pub fn query_vectors(&mut self, texts: &[&str]) -> Result<HashMap<String, Vec<f32>>, String> {
+    fn query_vectors(&mut self, texts: &[&str]) -> Result<HashMap<String, Vec<f32>>, String> {
         self.check_cached(&self.queries, texts, "query")?;
         let embedder = &self.embedder;
         fill(
@@ -88,7 +150,7 @@ impl EvalEmbedder {
     }
 }
 
-impl EvalEmbedder {
+impl Cached {
     fn check_cached(&self, store: &VectorStore, texts: &[&str], what: &str) -> Result<(), String> {
         let missing = texts.iter().filter(|t| !store.contains(&text_key(t))).count();
         if self.cache_only && missing > 0 {
@@ -133,4 +195,134 @@ fn fill(
         );
     }
     Ok(())
+}
+
+/// Another model's vectors, by the text they embed: `DIR/texts.jsonl` (one JSON string per
+/// line) and `DIR/vectors.f32` (one row per line of `texts.jsonl`, little-endian `f32`s, every
+/// row the same length). The texts are the ones `eval --export-texts` writes: a tool's
+/// [`embedding_text`] and a query's [`tool_search::semantic::query_text`]. A text listed twice
+/// (a query spelled like a tool's text) keeps its last row.
+pub struct ExternalVectors {
+    dim: usize,
+    rows: HashMap<String, Vec<f32>>,
+}
+
+impl ExternalVectors {
+    /// Reads and checks `dir`'s two files; each row is L2-normalised (the arm ranks by dot
+    /// product). An all-zero or non-finite row, or a vector file whose length is not a whole
+    /// number of rows, is an error naming the file.
+    pub fn load(dir: &Path) -> Result<Self, String> {
+        let texts_path = dir.join(EXTERNAL_TEXTS);
+        let vectors_path = dir.join(EXTERNAL_VECTORS);
+        let texts = std::fs::read_to_string(&texts_path).map_err(|e| format!("{}: {e}", texts_path.display()))?;
+        let texts: Vec<String> = texts
+            .lines()
+            .enumerate()
+            .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("{} line {}: {e}", texts_path.display(), i + 1)))
+            .collect::<Result<_, _>>()?;
+        let bytes = std::fs::read(&vectors_path).map_err(|e| format!("{}: {e}", vectors_path.display()))?;
+        let floats = bytes.len() / 4;
+        if texts.is_empty() || bytes.len() % 4 != 0 || floats % texts.len() != 0 || floats == 0 {
+            return Err(format!(
+                "{}: {} bytes are not {} rows of little-endian f32s (one per line of {})",
+                vectors_path.display(),
+                bytes.len(),
+                texts.len(),
+                texts_path.display()
+            ));
+        }
+        let dim = floats / texts.len();
+        let mut rows = HashMap::with_capacity(texts.len());
+        for (i, (text, row)) in texts.into_iter().zip(bytes.chunks_exact(dim * 4)).enumerate() {
+            let mut v: Vec<f32> = row
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            let norm = v.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
+            if !norm.is_finite() || norm == 0.0 {
+                return Err(format!(
+                    "{}: row {} (of `{}`) is zero or not finite",
+                    vectors_path.display(),
+                    i + 1,
+                    text.chars().take(60).collect::<String>()
+                ));
+            }
+            for x in &mut v {
+                *x = (f64::from(*x) / norm) as f32;
+            }
+            rows.insert(text, v);
+        }
+        Ok(Self { dim, rows })
+    }
+
+    fn get(&self, text: &str) -> Option<&[f32]> {
+        self.rows.get(text).map(Vec::as_slice)
+    }
+
+    /// Every text has a vector, or an error saying how many lack one and how to make them.
+    fn check(&self, texts: &[&str], what: &str) -> Result<(), String> {
+        let missing = texts.iter().filter(|t| !self.rows.contains_key(**t)).count();
+        if missing > 0 {
+            return Err(format!(
+                "{missing} of {} {what} texts have no external vector: embed the texts `eval --export-texts DIR` writes for the same sets (e.g. scripts/embed-external.py MODEL DIR)",
+                texts.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The texts of [`ExternalVectors`] and the vectors of its rows.
+pub const EXTERNAL_TEXTS: &str = "texts.jsonl";
+pub const EXTERNAL_VECTORS: &str = "vectors.f32";
+/// What `eval --export-texts DIR` writes: the tool texts (embedded at
+/// [`TOOL_MAX_TOKENS`]) and the query texts (at [`QUERY_MAX_TOKENS`]), one JSON string per
+/// line, each once.
+pub const EXPORTED_TOOLS: &str = "tools.jsonl";
+pub const EXPORTED_QUERIES: &str = "queries.jsonl";
+
+/// Texts to embed, collected over one or more sets, each kept once in first-seen order.
+#[derive(Default)]
+pub struct TextExport {
+    tools: Vec<String>,
+    queries: Vec<String>,
+    seen: std::collections::HashSet<(bool, String)>,
+}
+
+impl TextExport {
+    /// The embedding texts of a catalog's tools.
+    pub fn add_tools(&mut self, tools: &[CatalogTool]) {
+        for t in tools {
+            let text = embedding_text(t);
+            if self.seen.insert((true, text.clone())) {
+                self.tools.push(text);
+            }
+        }
+    }
+
+    /// The semantic arm's texts of raw query texts.
+    pub fn add_queries<'a>(&mut self, texts: impl IntoIterator<Item = &'a str>) {
+        for t in texts {
+            let text = tool_search::semantic::query_text(t);
+            if self.seen.insert((false, text.clone())) {
+                self.queries.push(text);
+            }
+        }
+    }
+
+    /// Writes [`EXPORTED_TOOLS`] and [`EXPORTED_QUERIES`] into `dir` (created if missing);
+    /// returns how many texts of each.
+    pub fn write(&self, dir: &Path) -> Result<(usize, usize), String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for (name, texts) in [(EXPORTED_TOOLS, &self.tools), (EXPORTED_QUERIES, &self.queries)] {
+            let path = dir.join(name);
+            let mut out = String::new();
+            for t in texts {
+                out.push_str(&serde_json::to_string(t).map_err(|e| e.to_string())?);
+                out.push('\n');
+            }
+            std::fs::write(&path, out).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        Ok((self.tools.len(), self.queries.len()))
+    }
 }
