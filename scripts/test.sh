@@ -43,6 +43,11 @@ section "Prometheus rules and scrape config (scripts/validate-prometheus.sh)"
 section "cargo fmt --check"
 cargo fmt --all --check
 
+section "scripts/embed-external.py compiles"
+# it runs PyTorch (sentence-transformers), too heavy to install here; its file format is the one
+# `eval --vectors` reads, which the eval CLI's tests check
+"${PYTHON:-python3}" -m py_compile "$ROOT/scripts/embed-external.py"
+
 section "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
