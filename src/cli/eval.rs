@@ -184,9 +184,7 @@ impl EvalArgs {
         if self.all_visible {
             return self.run_all_visible();
         }
-        let (Some(catalog), Some(queries)) = (&self.catalog, &self.queries) else {
-            return Err("--catalog and --queries are required (or --all-visible)".into());
-        };
+        let (catalog, queries) = self.set_files()?;
         // the set's name in the arms table: its folder (`…/seed-examples/queries.json`), else
         // the file's own name
         let set = queries
@@ -222,6 +220,14 @@ impl EvalArgs {
         Ok(())
     }
 
+    /// The single-set mode's two files.
+    fn set_files(&self) -> Result<(&PathBuf, &PathBuf), String> {
+        match (&self.catalog, &self.queries) {
+            (Some(c), Some(q)) => Ok((c, q)),
+            _ => Err("--catalog and --queries are required (or --all-visible)".into()),
+        }
+    }
+
     fn embedder(&self) -> Result<Option<EvalEmbedder>, String> {
         match (&self.embed_model, &self.vectors) {
             (Some(model), _) => EvalEmbedder::open(model, &self.vector_cache).map(Some),
@@ -239,17 +245,13 @@ impl EvalArgs {
                 .map(|(_, catalog, queries)| (catalog, queries))
                 .collect()
         } else {
-            match (&self.catalog, &self.queries) {
-                (Some(c), Some(q)) => vec![(c.clone(), q.clone())],
-                _ => return Err("--catalog and --queries are required (or --all-visible)".into()),
-            }
+            let (catalog, queries) = self.set_files()?;
+            vec![(catalog.clone(), queries.clone())]
         };
         let mut export = TextExport::default();
         for (catalog, queries_file) in files {
             export.add_tools(&load_catalog_path(&catalog)?);
-            let text =
-                std::fs::read_to_string(&queries_file).map_err(|e| format!("{}: {e}", queries_file.display()))?;
-            let queries = eval::load_queries(&text).map_err(|e| format!("{}: {e}", queries_file.display()))?;
+            let queries = load_query_file(&queries_file)?;
             let texts: Vec<String> = queries.iter().flat_map(|q| q.texts()).collect();
             export.add_queries(texts.iter().map(String::as_str));
         }
@@ -420,6 +422,12 @@ fn arms_table(runs: &[(&str, &SetRun)]) -> String {
     out
 }
 
+/// A `queries.json` file's queries; errors name the file.
+fn load_query_file(path: &Path) -> Result<Vec<EvalQuery>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    eval::load_queries(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// Loads a catalog and a query set, ranks every query (`rank_all`) and scores it; with
 /// `arms` (and an embedder), each arm alone as well.
 fn score_set(
@@ -430,8 +438,7 @@ fn score_set(
     arms: bool,
 ) -> Result<SetRun, String> {
     let tools = load_catalog_path(catalog)?;
-    let text = std::fs::read_to_string(queries_file).map_err(|e| format!("{}: {e}", queries_file.display()))?;
-    let queries = eval::load_queries(&text).map_err(|e| format!("{}: {e}", queries_file.display()))?;
+    let queries = load_query_file(queries_file)?;
     let index = Index::build(&tools);
     let names: Vec<String> = tools.iter().map(|t| t.tool.name.clone()).collect();
     let (ranked, arms) = match embedder {
