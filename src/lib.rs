@@ -6,45 +6,51 @@
 //!
 //! ```text
 //! MCP client ── POST /mcp ──► http::checks (origin, token, body) ► http::mcp (JSON-RPC, era)
-//!                               │  http::tools: proxy_core::tools over the current snapshot
-//!                               ├─► CatalogActor (proxy-actors): snapshot, refresh state
-//!                               │     machine, manifest ┄┄ publishes each snapshot ┄┄► handlers
-//!                               ├─► ClientSessions (http::sessions): ended legacy sessions
-//!                               │     (published the same way), calls in flight to cancel
-//!                               ├─► RetrievalTracker (http::retrieval): each client's last
-//!                               │     search, for retrieval telemetry (fire and forget)
-//!                               ├─► QueryEmbedder (proxy-actors, with EMBED_MODEL): query
-//!                               │     vectors for mcp_search (2 s bound, else lexical)
-//!                               │   EmbeddingActor: follows the snapshots, embeds new tools,
-//!                               │     publishes each generation's vectors ┄┄► handlers
-//!                               └─► UpstreamActor × N (proxy-actors): session, token,
-//!                                     timeouts, retries ──► upstream MCP servers
+//!                               │  proxy_core::tools::ToolRequest::parse: a typed request
+//!                               ▼
+//!                             app::App::run ─► ToolOutcome (typed) ─► http renders the reply
+//!                               ├─► CatalogActor: snapshot (published on a watch channel
+//!                               │     ┄┄► App), refresh state machine, manifest
+//!                               ├─► UpstreamActor × N: session, token, timeouts, retries
+//!                               │     ──► upstream MCP servers
+//!                               ├─► RetrievalTracker: each client's last search (fire and
+//!                               │     forget), for retrieval telemetry
+//!                               └─► QueryEmbedder (with EMBED_MODEL): query vectors for
+//!                                     mcp_search (2 s bound, else lexical); EmbeddingActor
+//!                                     follows the snapshots and publishes each generation's
+//!                                     tool vectors ┄┄► App
+//! http::mcp ─► ClientSessions: ended legacy sessions (published the same way), calls in
+//!              flight that a client may cancel
 //! ```
 //!
-//! `GET /metrics` (http::metrics) encodes the process's one `Metrics` (proxy-actors), which
-//! handlers and actors record into with atomics.
+//! `GET /metrics` (http::metrics) encodes the process's one `Metrics`, which the application
+//! and the actors record into with atomics.
 //!
-//! Every piece of shared state has one owner, an actor, which alone changes it. Handlers
-//! change state only by sending messages; what they read on every request (the catalog
-//! snapshot, the ended-session set) the owner publishes on a `tokio::sync::watch` channel, so
-//! reading costs no message round trip.
+//! Every piece of shared state has one owner, an actor, which alone changes it. The
+//! application and the handlers change state only by sending messages; what they read on
+//! every request (the catalog snapshot, the semantic index, the ended-session set) the owner
+//! publishes on a `tokio::sync::watch` channel, so reading costs no message round trip.
 //!
 //! - [`config`]: environment variables → [`config::Config`] (exit 64 on a bad value).
 //! - [`logging`]: JSON lines on stdout.
-//! - [`http`]: routes and handlers; they only translate between HTTP/JSON-RPC and calls into
-//!   `proxy-core` plus messages to the actors.
+//! - [`app`]: the application service: search (semantic arm, lexical fallback), describe,
+//!   call (resolve, validate, unknown tool → one refresh → one retry, route), refresh; and the
+//!   metrics and telemetry of each, from typed outcomes.
+//! - [`http`]: transport only: HTTP/JSON-RPC ↔ typed request ↔ [`app`] ↔ reply, the eras'
+//!   header rules, SSE streaming, health, metrics.
 //! - [`server`]: starts the actors and the HTTP server, and drains it at shutdown (also used
 //!   in-process by tests).
-//! - [`cli`]: the `demo`, `demo-upstream`, `search` and `eval` subcommands (`search` and
-//!   `eval` run the same code path as `mcp_search`).
+//! - [`cli`]: the `demo` and `demo-upstream` subcommands.
 //!
 //! The other crates: `mcp-wire` (the protocol as data), `tool-search` (the index),
-//! `proxy-core` (the four tools as pure functions, the snapshot, the manifest),
-//! `proxy-actors` (the catalog, upstream and embedding actors), `embed` (the sentence-embedding
-//! model and the vector store), `demo-upstream` (the embedded demo server).
+//! `proxy-core` (the four tools' typed requests and outcomes, the snapshot, the manifest),
+//! `proxy-actors` (the catalog, upstream, embedding, client-session and retrieval actors),
+//! `embed` (the sentence-embedding model and the vector store), `demo-upstream` (the
+//! embedded demo server).
 
 #![forbid(unsafe_code)]
 
+pub mod app;
 pub mod cli;
 pub mod config;
 pub mod http;

@@ -12,6 +12,7 @@ use proxy_actors::catalog::{CatalogActor, CatalogConfig, UpstreamHandle};
 use proxy_actors::embedding::{self, EmbeddingConfig, SemanticState};
 use proxy_actors::upstream::{Network, UpstreamActor, UpstreamSpec};
 
+use crate::app;
 use crate::config::{Config, UpstreamConfig};
 use crate::http::{self, AppState, HttpSettings};
 
@@ -109,14 +110,14 @@ impl Proxy {
             .iter()
             .map(|h| (h.label.clone(), h.addr.clone()))
             .collect();
-        web::Data::new(AppState::new(
+        let app = app::App::new(
             self.catalog.clone(),
             self.snapshots.clone(),
             map,
-            settings,
             self.metrics.clone(),
             self.semantic.clone(),
-        ))
+        );
+        web::Data::new(AppState::new(app, settings))
     }
 
     /// Ends upstream sessions (bounded wait), for a clean shutdown.

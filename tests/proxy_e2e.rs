@@ -7,6 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
+use proxy_actors::catalog::CatalogConfig;
 use serde_json::{json, Value};
 
 fn counter_tools(prefix: &str) -> Vec<Value> {
@@ -404,6 +405,39 @@ async fn bearer_tokens_and_pagination_towards_upstreams() {
     let r = call(&p.url, "mcp_refresh", json!({})).await;
     assert_eq!(r["isError"], true);
     assert!(r["structuredContent"].to_string().contains("HTTP 401"), "{r}");
+    p.stop().await;
+}
+
+#[actix_web::test]
+async fn a_rate_limited_refresh_still_says_why_an_upstream_is_missing_and_when_it_is_retried() {
+    // The only upstream is down from the start: no fan-out succeeds, so no snapshot ever
+    // records its error. A refresh the rate limit answers without a fan-out must still carry it.
+    let a = upstream(counter_tools("sec"), true, false).await;
+    a.control.set_down(true);
+    let catalog = CatalogConfig {
+        min_refresh_interval: Duration::from_secs(600),
+        ..catalog_config(None)
+    };
+    let p = start_proxy(vec![upstream_config("sec", &a.url)], catalog).await;
+    for _ in 0..2 {
+        let r = call(&p.url, "mcp_refresh", json!({})).await;
+        let report = report_of(&r, "sec");
+        assert_eq!(report["ok"], false, "{r}");
+        assert_eq!(report["tools"], 0, "{r}");
+        assert!(
+            report["error"].as_str().unwrap_or("").contains("503"),
+            "the reason: {r}"
+        );
+        // retried by the back-off (1 s, 2 s, …, at most 60 s), or right now
+        let retry = report["retry_in_sec"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("when it is retried: {r}"));
+        assert!(retry <= 60, "{r}");
+        if r["isError"] != true {
+            let note = r["structuredContent"]["note"].as_str().unwrap_or("");
+            assert!(note.contains("not re-listed"), "answered by the rate limit: {r}");
+        }
+    }
     p.stop().await;
 }
 

@@ -32,6 +32,11 @@
 //!   manifest, publishes a `SemanticIndex` per generation) and `QueryEmbedder` (query vectors
 //!   on a `SyncArbiter` thread, with an LRU cache); its pure core, `embedding/plan.rs`.
 //!
+//! - [`sessions`]: `ClientSessions`, the 2025-era client sessions the proxy mints: ended ids
+//!   (published on a `watch` channel) and the cancel handles of calls in flight.
+//! - [`retrieval`]: `RetrievalTracker`, retrieval telemetry: each client's last search, and
+//!   where its next call ranked in it.
+//!
 //! - [`metrics`]: the process's metrics (`Metrics`, shared as `Arc<Metrics>` by the HTTP layer
 //!   and the actors), their bounded labels, the one mapping from `UpstreamError` to an error
 //!   kind, and the OpenMetrics text of `GET /metrics`.
@@ -46,4 +51,6 @@
 pub mod catalog;
 pub mod embedding;
 pub mod metrics;
+pub mod retrieval;
+pub mod sessions;
 pub mod upstream;

@@ -13,7 +13,7 @@ pub async fn healthz() -> HttpResponse {
 
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     let s = state.snapshot();
-    let search = state.semantic.borrow().report(s.generation, s.tools.len());
+    let search = state.app.semantic.borrow().report(s.generation, s.tools.len());
     if s.tools.is_empty() {
         return HttpResponse::ServiceUnavailable().json(json!({
             "status": "not ready",

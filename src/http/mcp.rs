@@ -36,21 +36,17 @@ use tokio::sync::mpsc;
 
 use mcp_wire::jsonrpc::{self, Incoming, Request, RequestId, RpcError};
 use mcp_wire::trace::CallTrace;
-use mcp_wire::{modern, version};
+use mcp_wire::{modern, version, Era};
 use proxy_actors::metrics;
+use proxy_actors::retrieval::ClientKey;
+use proxy_actors::sessions;
 use proxy_actors::upstream::{cancel_pair, CancelHandle, CancelReason};
+use proxy_core::tools::{ToolOutcome, ToolRequest};
 
 use super::checks;
 use super::error::HttpError;
-use super::retrieval::ClientKey;
-use super::{sessions, stream, tools, AppState};
-
-/// Which protocol era a request is served in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Era {
-    Legacy,
-    Modern,
-}
+use super::{stream, AppState};
+use crate::app::CallContext;
 
 /// How long clients may cache our `tools/list` (the four schemas never change) and
 /// `server/discover` (its instructions follow the catalog).
@@ -97,10 +93,24 @@ fn tools_list_result(era: Era, pinned: &[Value]) -> Value {
     }
 }
 
-/// A request's result: built for this request, or one serialised in advance.
+/// A request's result: built for this request, serialised in advance, or the typed outcome
+/// of a tool call (rendered in the request's era at the very end).
 enum Answer {
     Value(Value),
     Text(Arc<str>),
+    Tool(ToolOutcome, Era),
+}
+
+impl Answer {
+    /// The result member as a value.
+    fn into_value(self) -> Value {
+        match self {
+            Answer::Value(v) => v,
+            Answer::Text(text) => serde_json::from_str(&text).unwrap_or(Value::Null),
+            Answer::Tool(outcome, Era::Modern) => modern_result(outcome.into_result()),
+            Answer::Tool(outcome, Era::Legacy) => outcome.into_result(),
+        }
+    }
 }
 
 /// A request that failed: a JSON-RPC error in a 200 reply, or a refusal with its own status.
@@ -127,115 +137,159 @@ pub async fn post(
     checks::content_type(&req)?;
     let msg =
         Incoming::parse(&body).map_err(|bad| HttpError::rpc(StatusCode::BAD_REQUEST, bad.error).with_id(bad.id))?;
-    let header_version = header_str(&req, "mcp-protocol-version");
-    let (id, method, params) = match &msg {
-        Incoming::Request(r) => (Some(r.id.clone()), r.method.as_str(), r.params.as_ref()),
-        Incoming::Notification { method, params } => (None, method.as_str(), params.as_ref()),
+    let (era, session) = match &msg {
         // A client's response (to a request this server never sends) needs no answer.
         Incoming::Response { .. } => return Ok(HttpResponse::Accepted().finish()),
+        Incoming::Request(r) => admit(&req, &state, Some(&r.id), &r.method, r.params.as_ref())?,
+        Incoming::Notification { method, params } => admit(&req, &state, None, method, params.as_ref())?,
     };
-    // An unknown version claim is refused with the list of what is supported.
-    if let Some(v) = header_version {
-        if !version::is_supported_legacy(v) && !modern::is_modern(v) {
-            return Err(refusal(id, modern::unsupported_version(v)));
-        }
-    }
-    let era = if modern::meta_version(params).is_some() || header_version.is_some_and(modern::is_modern) {
-        Era::Modern
-    } else {
-        Era::Legacy
-    };
-    if era == Era::Modern {
-        let headers = modern::RequestHeaders {
-            protocol_version: header_version,
-            method: header_str(&req, "mcp-method"),
-            name: header_str(&req, "mcp-name"),
-        };
-        modern::check_request(&headers, method, params).map_err(|r| refusal(id.clone(), r))?;
-    }
-    // Legacy sessions: minted at initialize, never required; an ended one gets 404.
-    let session = match era {
-        Era::Legacy => header_str(&req, "mcp-session-id").map(str::to_string),
-        Era::Modern => None,
-    };
-    if let Some(sid) = &session {
-        if method != "initialize" && state.ended_sessions.contains(sid) {
-            return Err(HttpError::invalid_request(
-                StatusCode::NOT_FOUND,
-                "Session not found: it was ended; initialize a new one",
-            )
-            .with_id(id));
-        }
-    }
     let request = match msg {
         Incoming::Request(r) => r,
         Incoming::Notification { method, params } => {
-            if let (Some(sid), "notifications/cancelled") = (&session, method.as_str()) {
-                if let Some(rid) = params.as_ref().and_then(|p| p.get("requestId")) {
-                    state.sessions.do_send(sessions::Cancel {
-                        session: sid.clone(),
-                        request_id: request_id_key(rid),
-                    });
-                }
-            }
-            // Notifications (initialized, cancelled, …) need no answer.
+            notified(&state, session.as_deref(), &method, params.as_ref());
             return Ok(HttpResponse::Accepted().finish());
         }
         Incoming::Response { .. } => return Ok(HttpResponse::Accepted().finish()),
     };
-    let progress_token = request
-        .params
-        .as_ref()
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get("progressToken"))
-        .is_some();
-    // A tools/call continues the client's trace (or starts one); its id is in the log line.
-    let trace = (request.method == "tools/call").then(|| {
-        let meta = request.params.as_ref().and_then(|p| p.get("_meta"));
-        tools::call_trace(meta, header_str(&req, "traceparent"), header_str(&req, "tracestate"))
-    });
-    let client_key = ClientKey::of(session.as_deref(), client.as_deref());
-    if request.method == "tools/call" && progress_token && accepts.sse {
-        return Ok(stream_call(state, request, era, client, trace, client_key));
+    let call = Call::of(&req, &request, era, session, client);
+    if call.trace.is_some() && call.progress && accepts.sse {
+        return Ok(stream_call(state, request, call));
     }
-    let started = std::time::Instant::now();
-    // Dropping `cancel` (this handler ends, or is dropped because the client left) cancels
-    // an upstream call still running; `until_cut` cancels it for the shutdown.
-    let (cancel, token) = cancel_pair();
-    let trace_id = trace.as_ref().map(|t| t.trace_id.clone());
-    let relay = tools::Relay {
-        events: None,
-        cancel: Some(token),
-        trace,
-        client: Some(client_key),
-    };
-    let call = until_cut(&state, &cancel, dispatch(&state, &request, era, relay));
-    let outcome = match (&session, request.method.as_str()) {
-        // A legacy client may cancel its own call with notifications/cancelled.
-        (Some(sid), "tools/call") => cancellable(&state, sid, &request.id, call).await,
-        _ => call.await,
-    };
-    log_request(
-        &state,
-        &request,
-        &outcome,
-        started.elapsed(),
-        client.as_deref(),
-        trace_id.as_deref(),
-    );
-    let text = match outcome {
-        Ok(answer) => result_text(&request.id, answer),
-        Err(Failure::Rpc(e)) => jsonrpc::error_response(Some(&request.id), &e).to_string(),
-        Err(Failure::Http(e)) => return Err(e.with_id(Some(request.id.clone()))),
-    };
+    let initialize = era == Era::Legacy && request.method == "initialize";
+    let text = answer(&state, &request, call).await?;
     let mut resp = stream::reply(accepts, text);
-    if era == Era::Legacy && request.method == "initialize" {
+    if initialize {
         if let Some(v) = sessions::mint_id().and_then(|id| header::HeaderValue::from_str(&id).ok()) {
             resp.headers_mut()
                 .insert(header::HeaderName::from_static("mcp-session-id"), v);
         }
     }
     Ok(resp)
+}
+
+/// The era a request is served in, once its version claim and (modern) header rules check
+/// out, and its legacy session id, unless that session was ended (404).
+fn admit(
+    req: &HttpRequest,
+    state: &AppState,
+    id: Option<&RequestId>,
+    method: &str,
+    params: Option<&Value>,
+) -> Result<(Era, Option<String>), HttpError> {
+    let header_version = header_str(req, "mcp-protocol-version");
+    // An unknown version claim is refused with the list of what is supported.
+    if let Some(v) = header_version {
+        if !version::is_supported_legacy(v) && !modern::is_modern(v) {
+            return Err(refusal(id.cloned(), modern::unsupported_version(v)));
+        }
+    }
+    if modern::meta_version(params).is_some() || header_version.is_some_and(modern::is_modern) {
+        let headers = modern::RequestHeaders {
+            protocol_version: header_version,
+            method: header_str(req, "mcp-method"),
+            name: header_str(req, "mcp-name"),
+        };
+        modern::check_request(&headers, method, params).map_err(|r| refusal(id.cloned(), r))?;
+        return Ok((Era::Modern, None));
+    }
+    // Legacy sessions: minted at initialize, never required; an ended one gets 404.
+    let session = header_str(req, "mcp-session-id").map(str::to_string);
+    if let Some(sid) = &session {
+        if method != "initialize" && state.ended_sessions.contains(sid) {
+            return Err(HttpError::invalid_request(
+                StatusCode::NOT_FOUND,
+                "Session not found: it was ended; initialize a new one",
+            )
+            .with_id(id.cloned()));
+        }
+    }
+    Ok((Era::Legacy, session))
+}
+
+/// A notification: `notifications/cancelled` on a legacy session cancels the client's own
+/// call; the others (initialized, …) need nothing.
+fn notified(state: &AppState, session: Option<&str>, method: &str, params: Option<&Value>) {
+    if let (Some(sid), "notifications/cancelled") = (session, method) {
+        if let Some(rid) = params.and_then(|p| p.get("requestId")) {
+            state.sessions.do_send(sessions::Cancel {
+                session: sid.to_string(),
+                request_id: request_id_key(rid),
+            });
+        }
+    }
+}
+
+/// What the endpoint knows of a request besides its body: era, session, caller, trace.
+struct Call {
+    era: Era,
+    session: Option<String>,
+    /// The client's token group (`PROXY_TOKENS`), for logs and telemetry.
+    client: Option<String>,
+    /// A `tools/call`'s trace: the client's continued, or a new one.
+    trace: Option<CallTrace>,
+    /// A `tools/call` that asked for progress (`_meta.progressToken`).
+    progress: bool,
+}
+
+impl Call {
+    fn of(req: &HttpRequest, request: &Request, era: Era, session: Option<String>, client: Option<String>) -> Call {
+        let meta = request.params.as_ref().and_then(|p| p.get("_meta"));
+        let is_call = request.method == "tools/call";
+        Call {
+            era,
+            trace: is_call.then(|| call_trace(meta, header_str(req, "traceparent"), header_str(req, "tracestate"))),
+            progress: is_call && meta.and_then(|m| m.get("progressToken")).is_some(),
+            session,
+            client,
+        }
+    }
+
+    /// The application's context of this call: no notification sink (see [`stream_call`]).
+    fn context(&self, cancel: proxy_actors::upstream::CancelToken) -> CallContext {
+        CallContext {
+            meta: None,
+            events: None,
+            cancel: Some(cancel),
+            trace: self.trace.clone(),
+            client: Some(ClientKey::of(self.session.as_deref(), self.client.as_deref())),
+        }
+    }
+}
+
+/// Runs a request and returns its JSON-RPC response text (logged and counted). Dropping the
+/// cancel handle (this ends, or is dropped because the client left) cancels an upstream call
+/// still running; `until_cut` cancels it for the shutdown.
+async fn answer(state: &AppState, request: &Request, call: Call) -> Result<String, HttpError> {
+    let started = std::time::Instant::now();
+    let (cancel, token) = cancel_pair();
+    let work = until_cut(state, &cancel, dispatch(state, request, call.era, call.context(token)));
+    let outcome = match (&call.session, request.method.as_str()) {
+        // A legacy client may cancel its own call with notifications/cancelled.
+        (Some(sid), "tools/call") => cancellable(state, sid, &request.id, work).await,
+        _ => work.await,
+    };
+    log_request(state, request, &outcome, started.elapsed(), &call);
+    match outcome {
+        Ok(answer) => Ok(result_text(&request.id, answer)),
+        Err(Failure::Rpc(e)) => Ok(jsonrpc::error_response(Some(&request.id), &e).to_string()),
+        Err(Failure::Http(e)) => Err(e.with_id(Some(request.id.clone()))),
+    }
+}
+
+/// The trace of a `tools/call`: the client's `traceparent` from `params._meta` or the header
+/// (continued with a new span id of the proxy's), else a new trace.
+pub fn call_trace(meta: Option<&Value>, traceparent: Option<&str>, tracestate: Option<&str>) -> CallTrace {
+    let mut random = [0u8; 24];
+    if getrandom::fill(&mut random).is_err() {
+        // No OS randomness (practically never): ids from the clock, still unique enough to
+        // tell calls apart in logs.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        random[..16].copy_from_slice(&nanos.to_le_bytes());
+        random[16..].copy_from_slice(&nanos.to_be_bytes()[8..]);
+    }
+    mcp_wire::trace::call_trace(meta, traceparent, tracestate, random)
 }
 
 /// Runs a legacy session's call so that the client can cancel it. Most calls end before a
@@ -281,6 +335,7 @@ fn result_text(id: &RequestId, answer: Answer) -> String {
             let id = serde_json::to_string(id).unwrap_or_else(|_| "null".into());
             format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
         }
+        tool @ Answer::Tool(..) => jsonrpc::result_response(id, tool.into_value()).to_string(),
     }
 }
 
@@ -311,9 +366,9 @@ fn request_id_key(v: &Value) -> String {
     }
 }
 
-/// Runs one request. `relay` receives the notifications (progress) that precede the result
-/// and carries the token that cancels an upstream call in flight.
-async fn dispatch(state: &AppState, req: &Request, era: Era, relay: tools::Relay) -> Result<Answer, Failure> {
+/// Runs one request. `call`'s sink receives the notifications (progress) that precede the
+/// result, and its token cancels an upstream call in flight.
+async fn dispatch(state: &AppState, req: &Request, era: Era, call: CallContext) -> Result<Answer, Failure> {
     match (era, req.method.as_str()) {
         (Era::Legacy, "initialize") => {
             let params = req.params_object()?;
@@ -358,18 +413,25 @@ async fn dispatch(state: &AppState, req: &Request, era: Era, relay: tools::Relay
                 .get("name")
                 .and_then(Value::as_str)
                 .ok_or_else(|| RpcError::new(jsonrpc::INVALID_PARAMS, "tools/call needs params.name"))?;
-            let args = params.get("arguments").cloned().unwrap_or(Value::Null);
-            let meta = params.get("_meta").cloned();
-            match tools::call(state, name, args, meta, relay).await {
-                Some(result) if era == Era::Modern => Ok(Answer::Value(modern_result(result))),
-                Some(result) => Ok(Answer::Value(result)),
-                None => Err(Failure::Rpc(RpcError::new(
+            let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+            let app = &state.app;
+            let outcome = match ToolRequest::parse(name, arguments, |n| app.is_pinned(n)) {
+                Some(Ok(request)) => {
+                    let call = CallContext {
+                        meta: params.get("_meta").cloned(),
+                        ..call
+                    };
+                    app.run(request, call).await
+                }
+                Some(Err(usage)) => app.refuse(usage),
+                None => return Err(Failure::Rpc(RpcError::new(
                     jsonrpc::INVALID_PARAMS,
                     format!(
                         "Unknown tool: {name}. This server exposes mcp_search, mcp_describe, mcp_call and mcp_refresh; call upstream tools through mcp_call."
                     ),
                 ))),
-            }
+            };
+            Ok(Answer::Tool(outcome, era))
         }
         (Era::Legacy, other) => Err(Failure::Rpc(RpcError::new(
             jsonrpc::METHOD_NOT_FOUND,
@@ -397,45 +459,25 @@ fn modern_result(mut result: Value) -> Value {
 
 /// Answers a `tools/call` as an SSE stream (see [`stream::notifications_then`]). Dropping the
 /// stream (the client left) drops the call's cancel handle, which cancels it upstream.
-fn stream_call(
-    state: web::Data<AppState>,
-    request: Request,
-    era: Era,
-    client: Option<String>,
-    trace: Option<CallTrace>,
-    client_key: ClientKey,
-) -> HttpResponse {
+fn stream_call(state: web::Data<AppState>, request: Request, call: Call) -> HttpResponse {
     let (tx, rx) = mpsc::unbounded_channel::<Value>();
     log::debug!(id = request.id.to_string().as_str(); "tools/call answered as a stream");
-    let call = Box::pin(async move {
+    let reply = Box::pin(async move {
         let started = std::time::Instant::now();
         let (cancel, token) = cancel_pair();
-        let trace_id = trace.as_ref().map(|t| t.trace_id.clone());
-        let relay = tools::Relay {
+        let context = CallContext {
             events: Some(tx),
-            cancel: Some(token),
-            trace,
-            client: Some(client_key),
+            ..call.context(token)
         };
-        let outcome = until_cut(&state, &cancel, dispatch(&state, &request, era, relay)).await;
-        log_request(
-            &state,
-            &request,
-            &outcome,
-            started.elapsed(),
-            client.as_deref(),
-            trace_id.as_deref(),
-        );
+        let outcome = until_cut(&state, &cancel, dispatch(&state, &request, call.era, context)).await;
+        log_request(&state, &request, &outcome, started.elapsed(), &call);
         match outcome {
-            Ok(Answer::Value(result)) => jsonrpc::result_response(&request.id, result),
-            Ok(Answer::Text(text)) => {
-                jsonrpc::result_response(&request.id, serde_json::from_str(&text).unwrap_or(Value::Null))
-            }
+            Ok(answer) => jsonrpc::result_response(&request.id, answer.into_value()),
             Err(Failure::Rpc(e)) => jsonrpc::error_response(Some(&request.id), &e),
             Err(Failure::Http(e)) => jsonrpc::error_response(Some(&request.id), e.rpc_error()),
         }
     });
-    stream::notifications_then(call, rx)
+    stream::notifications_then(reply, rx)
 }
 
 fn header_str<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
@@ -457,24 +499,14 @@ fn log_request(
     req: &Request,
     outcome: &Result<Answer, Failure>,
     elapsed: std::time::Duration,
-    client: Option<&str>,
-    trace_id: Option<&str>,
+    call: &Call,
 ) {
-    let tool = if req.method == "tools/call" {
-        req.params
-            .as_ref()
-            .and_then(|p| p.get("name"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    } else {
-        ""
-    };
     let outcome_kind = match outcome {
-        Ok(Answer::Value(r)) if r.get("isError") == Some(&Value::Bool(true)) => "tool_error",
+        Ok(Answer::Tool(o, _)) if o.is_error() => "tool_error",
         Ok(_) => "ok",
         Err(_) => "rpc_error",
     };
-    state.metrics.request(
+    state.app.metrics.request(
         &req.method,
         match outcome {
             Err(Failure::Rpc(e)) => metrics::error_code_label(e.code),
@@ -483,9 +515,15 @@ fn log_request(
         },
     );
     let latency_us = elapsed.as_micros() as u64;
-    let client = client.unwrap_or("");
-    if req.method == "tools/call" {
-        let trace_id = trace_id.unwrap_or("");
+    let client = call.client.as_deref().unwrap_or("");
+    if let Some(trace) = &call.trace {
+        let tool = req
+            .params
+            .as_ref()
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let trace_id = trace.trace_id.as_str();
         log::info!(method = req.method.as_str(), tool = tool, outcome = outcome_kind, latency_us = latency_us, client = client, trace_id = trace_id; "mcp request");
     } else {
         log::debug!(method = req.method.as_str(), outcome = outcome_kind, latency_us = latency_us, client = client; "mcp request");

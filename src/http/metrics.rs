@@ -21,7 +21,7 @@ pub async fn scrape(req: HttpRequest, state: web::Data<AppState>) -> Result<Http
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
-    let body = state.metrics.encode(&state.snapshot(), now_ms);
+    let body = state.app.metrics.encode(&state.snapshot(), now_ms);
     Ok(HttpResponse::Ok()
         .content_type(CONTENT_TYPE)
         .insert_header((actix_web::http::header::CACHE_CONTROL, "no-store"))

@@ -1,10 +1,19 @@
-//! The HTTP face of the proxy: the MCP endpoint, health and readiness, metrics.
+//! The HTTP face of the proxy: transport only. The MCP endpoint turns HTTP and JSON-RPC into a
+//! typed tool request (`proxy_core::tools::ToolRequest`), hands it to the application
+//! ([`crate::app::App`]) and renders its typed outcome as the reply, in the client's era and
+//! as JSON or SSE; plus health and readiness, and metrics.
 //!
-//! Handlers read the catalog's current snapshot from a `watch` channel the catalog actor
-//! publishes to (no message per request), check ended legacy sessions in the set the
-//! `sessions` actor publishes the same way, and otherwise send messages: to upstream actors for
-//! calls, to the catalog for refreshes, to `sessions` to track and cancel calls in flight.
-//! Each published value has one writer, its actor; handlers never take a lock to change state.
+//! - [`checks`]: origin, client token ([`auth`]), body size and time, `Accept`,
+//!   `Content-Type`; [`error`]: the one refusal type.
+//! - [`mcp`]: `POST /mcp` (both eras), `DELETE` of a legacy session, everything else 405.
+//! - [`stream`]: replies as JSON or SSE, and the SSE stream of a call's notifications.
+//! - [`health`], [`metrics`]: `/healthz`, `/readyz`, `/metrics`.
+//!
+//! Handlers read the catalog's current snapshot and the ended legacy sessions from `watch`
+//! channels their owners publish (no message per request), and otherwise send messages: the
+//! application to the actors, the endpoint to `ClientSessions` to track and cancel calls in
+//! flight. Each published value has one writer, its actor; handlers never take a lock to
+//! change state.
 
 pub mod auth;
 pub mod checks;
@@ -12,21 +21,17 @@ pub mod error;
 pub mod health;
 pub mod mcp;
 pub mod metrics;
-pub mod retrieval;
-pub mod sessions;
 pub mod stream;
-pub mod tools;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use actix::Addr;
 use actix_web::web;
 
-use proxy_actors::catalog::CatalogActor;
-use proxy_actors::metrics::Metrics;
-use proxy_actors::upstream::UpstreamActor;
+use proxy_actors::sessions;
 use proxy_core::catalog::Snapshot;
+
+use crate::app::App;
 
 /// Settings of the HTTP layer.
 #[derive(Debug, Clone)]
@@ -68,11 +73,8 @@ pub enum Lifecycle {
 
 /// Shared state of every worker.
 pub struct AppState {
-    pub catalog: Addr<CatalogActor>,
-    /// The catalog's current snapshot (see [`AppState::snapshot`]).
-    pub snapshots: tokio::sync::watch::Receiver<Arc<Snapshot>>,
-    /// Upstream actors by label (the catalog routes tool → label).
-    pub upstreams: HashMap<String, Addr<UpstreamActor>>,
+    /// The application: search, describe, call, refresh.
+    pub app: App,
     pub settings: HttpSettings,
     /// The `tools/list` results without pinned tools, serialised once.
     pub tools_list: mcp::ToolsList,
@@ -82,38 +84,20 @@ pub struct AppState {
     pub ended_sessions: sessions::Ended,
     /// Set to [`Lifecycle::Cut`] at the end of the shutdown grace period.
     pub lifecycle: tokio::sync::watch::Sender<Lifecycle>,
-    /// The process's metrics (shared with the actors).
-    pub metrics: Arc<Metrics>,
-    /// Remembers each client's last search for retrieval telemetry.
-    pub retrieval: Addr<retrieval::RetrievalTracker>,
-    /// The semantic arm, published by the embedding actor: the query embedder and the tool
-    /// vectors of a snapshot generation (or why it is off).
-    pub semantic: tokio::sync::watch::Receiver<proxy_actors::embedding::SemanticState>,
 }
 
 impl AppState {
-    pub fn new(
-        catalog: Addr<CatalogActor>,
-        snapshots: tokio::sync::watch::Receiver<Arc<Snapshot>>,
-        upstreams: HashMap<String, Addr<UpstreamActor>>,
-        settings: HttpSettings,
-        metrics: Arc<Metrics>,
-        semantic: tokio::sync::watch::Receiver<proxy_actors::embedding::SemanticState>,
-    ) -> AppState {
+    /// Must run inside an actix `System` (it starts the client-session actor).
+    pub fn new(app: App, settings: HttpSettings) -> AppState {
         let client_sessions = sessions::ClientSessions::default();
         let ended_sessions = client_sessions.ended();
         AppState {
-            catalog,
-            snapshots,
-            upstreams,
+            app,
             settings,
             tools_list: mcp::ToolsList::default(),
             sessions: actix::Actor::start(client_sessions),
             ended_sessions,
             lifecycle: tokio::sync::watch::channel(Lifecycle::Serving).0,
-            retrieval: actix::Actor::start(retrieval::RetrievalTracker::new(metrics.clone())),
-            metrics,
-            semantic,
         }
     }
 
@@ -125,7 +109,7 @@ impl AppState {
 
     /// The catalog's current snapshot.
     pub fn snapshot(&self) -> Arc<Snapshot> {
-        self.snapshots.borrow().clone()
+        self.app.snapshot()
     }
 }
 

@@ -9,12 +9,11 @@ use actix::prelude::*;
 use tokio::sync::oneshot;
 
 use proxy_core::catalog::manifest;
+use proxy_core::catalog::report::{upstream_reports, LastErrors, RefreshFailure, RefreshReason, RefreshReport};
 use proxy_core::catalog::snapshot::{Snapshot, UpstreamState};
 use proxy_core::policy::Policy;
 
-use super::refresh::{
-    apply_fanout, effective_ttl, jitter, now_ms, upstream_reports, RefreshFailure, RefreshReason, RefreshReport,
-};
+use super::refresh::{apply_fanout, effective_ttl, jitter, now_ms};
 use crate::metrics::{Metrics, RefreshOutcome};
 use crate::upstream::{FollowListChanges, ListTools, Listing, ToolsChanged, UpstreamActor, UpstreamError};
 
@@ -105,6 +104,11 @@ pub struct CatalogActor {
     retry_timer: Option<SpawnHandle>,
     /// A list-changed refresh is scheduled (changes within the debounce window coalesce).
     list_changed_pending: bool,
+    /// Each upstream's error at its last attempt (see [`LastErrors`]).
+    last_errors: LastErrors,
+    /// When the pending retry and the next background refresh are due, for the reports.
+    retry_due: Option<Instant>,
+    ttl_due: Option<Instant>,
 }
 
 /// Upstream list-change notifications within this window make one refresh.
@@ -153,6 +157,9 @@ impl CatalogActor {
             retry_backoff: None,
             retry_timer: None,
             list_changed_pending: false,
+            last_errors: LastErrors::default(),
+            retry_due: None,
+            ttl_due: None,
         }
     }
 
@@ -242,7 +249,7 @@ impl CatalogActor {
             Err(_) => RefreshOutcome::Failed,
         };
         self.cfg.metrics.refresh(counted, reason.as_str(), took);
-        let result = match outcome {
+        let mut result = match outcome {
             Ok((snapshot, report)) => {
                 self.snapshot = Arc::new(snapshot);
                 drop(self.published.send_replace(self.snapshot.clone()));
@@ -250,22 +257,43 @@ impl CatalogActor {
             }
             Err(failure) => Err(failure),
         };
-        let state = std::mem::replace(&mut self.state, RefreshState::Idle);
-        if let RefreshState::Running { waiters, queued, .. } = state {
-            for w in waiters {
-                let _ = w.send(result.clone());
-            }
-            if let Some((reason, waiters)) = queued {
-                self.state = RefreshState::Running {
-                    started: Instant::now(),
-                    waiters,
-                    queued: None,
-                };
-                self.start_fanout(reason, ctx);
-                return;
-            }
+        let (waiters, queued) = match std::mem::replace(&mut self.state, RefreshState::Idle) {
+            RefreshState::Running { waiters, queued, .. } => (waiters, queued),
+            RefreshState::Idle => (Vec::new(), None),
+        };
+        if let Some((reason, waiters)) = queued {
+            self.state = RefreshState::Running {
+                started: Instant::now(),
+                waiters,
+                queued: None,
+            };
+            self.start_fanout(reason, ctx);
+        } else {
+            self.schedule_retry_if_incomplete(ctx);
         }
-        self.schedule_retry_if_incomplete(ctx);
+        let upstreams = match &mut result {
+            Ok(report) => &mut report.upstreams,
+            Err(failure) => &mut failure.upstreams,
+        };
+        self.last_errors.record(upstreams);
+        self.last_errors.apply(upstreams, self.next_attempt_in());
+        for w in waiters {
+            let _ = w.send(result.clone());
+        }
+    }
+
+    /// How long until the catalog lists its upstreams again: now while a fan-out runs, else
+    /// the earlier of the pending retry and the next background refresh.
+    fn next_attempt_in(&self) -> Option<Duration> {
+        if matches!(self.state, RefreshState::Running { .. }) {
+            return Some(Duration::ZERO);
+        }
+        let now = Instant::now();
+        [self.retry_due, self.ttl_due]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(|due| due.saturating_duration_since(now))
     }
 
     /// While an upstream has never answered, retry with exponential back-off (1 s … 60 s).
@@ -276,30 +304,38 @@ impl CatalogActor {
         let incomplete = self.snapshot.upstreams.iter().any(|u| u.listed_at_ms.is_none());
         if !incomplete {
             self.retry_backoff = None;
+            self.retry_due = None;
             return;
         }
         let delay = self.retry_backoff.map_or(RETRY_FIRST, |d| (d * 2).min(RETRY_MAX));
         self.retry_backoff = Some(delay);
+        self.retry_due = Some(Instant::now() + delay);
         self.retry_timer = Some(ctx.run_later(delay, |act, ctx| {
             act.retry_timer = None;
+            act.retry_due = None;
             if matches!(act.state, RefreshState::Idle) {
                 act.trigger(RefreshReason::Retry, None, ctx);
             }
         }));
     }
 
-    fn schedule_ttl(&self, ctx: &mut Context<Self>) {
+    fn schedule_ttl(&mut self, ctx: &mut Context<Self>) {
         if let Some(ttl) = self.effective_ttl() {
-            ctx.run_later(jitter(ttl), |act, ctx| {
+            let delay = jitter(ttl);
+            self.ttl_due = Some(Instant::now() + delay);
+            ctx.run_later(delay, |act, ctx| {
                 act.trigger(RefreshReason::Ttl, None, ctx);
                 act.schedule_ttl(ctx);
             });
         }
     }
 
-    /// A report for a refresh request answered without a fan-out.
+    /// A report for a refresh request answered without a fan-out: the current catalog, each
+    /// upstream's last error and when it is tried again.
     fn fresh_report(&self, reason: RefreshReason) -> RefreshReport {
         let s = &self.snapshot;
+        let mut upstreams = upstream_reports(&s.upstreams, now_ms());
+        self.last_errors.apply(&mut upstreams, self.next_attempt_in());
         RefreshReport {
             reason,
             ran: false,
@@ -308,7 +344,7 @@ impl CatalogActor {
             changed: false,
             total_tools: s.tools.len(),
             sources: s.counts_by_source(),
-            upstreams: upstream_reports(&s.upstreams, now_ms()),
+            upstreams,
             collisions: s.collisions.clone(),
             added: Vec::new(),
             removed: Vec::new(),

@@ -43,4 +43,4 @@ pub use actor::{
     load_manifest_logged, CatalogActor, CatalogConfig, CatalogStatus, GetCatalogStatus, Refresh, UpstreamHandle,
     DEFAULT_MIN_REFRESH_INTERVAL,
 };
-pub use refresh::{RefreshFailure, RefreshReason, RefreshReport, UpstreamReport};
+pub use proxy_core::catalog::report::{RefreshFailure, RefreshReason, RefreshReport, UpstreamReport};

@@ -2,94 +2,15 @@
 //! ([`apply_fanout`]), the change journal, the reports a refresh returns, and the timing rules
 //! (the effective TTL and its jitter). The actor (see [`super::actor`]) only sequences these.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
-
-use proxy_core::catalog::snapshot::{self, Collision, Snapshot, UpstreamState};
+use proxy_core::catalog::report::{upstream_reports, RefreshFailure, RefreshReason, RefreshReport};
+use proxy_core::catalog::snapshot::{self, Snapshot};
 use proxy_core::catalog::{ingest, manifest};
 use proxy_core::policy::Policy;
 
 use crate::upstream::{Listing, UpstreamError};
-
-/// Why a refresh was asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RefreshReason {
-    Startup,
-    Ttl,
-    Explicit,
-    UnknownTool,
-    ListChanged,
-    /// Some upstream has never answered yet.
-    Retry,
-}
-
-impl RefreshReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RefreshReason::Startup => "startup",
-            RefreshReason::Ttl => "ttl",
-            RefreshReason::Explicit => "explicit",
-            RefreshReason::UnknownTool => "unknown_tool",
-            RefreshReason::ListChanged => "list_changed",
-            RefreshReason::Retry => "retry",
-        }
-    }
-}
-
-/// Per-upstream outcome of a refresh.
-#[derive(Debug, Clone, Serialize)]
-pub struct UpstreamReport {
-    pub label: String,
-    pub ok: bool,
-    pub tools: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// True when the tools served for this upstream come from an earlier listing.
-    pub stale: bool,
-    /// Age in seconds of the listing served for this upstream.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub listing_age_sec: Option<u64>,
-    /// The protocol era the upstream spoke at its last good listing.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub era: Option<mcp_wire::Era>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub protocol_version: Option<String>,
-    /// Tools of the last listing that were not admitted, by reason (see `catalog::ingest`).
-    #[serde(skip_serializing_if = "ingest::Dropped::is_empty")]
-    pub dropped: ingest::Dropped,
-}
-
-/// What a completed refresh did.
-#[derive(Debug, Clone, Serialize)]
-pub struct RefreshReport {
-    pub reason: RefreshReason,
-    /// False when no fan-out ran because the catalog was already fresh.
-    pub ran: bool,
-    pub fingerprint: String,
-    pub previous_fingerprint: String,
-    pub changed: bool,
-    pub total_tools: usize,
-    pub sources: BTreeMap<String, usize>,
-    pub upstreams: Vec<UpstreamReport>,
-    pub collisions: Vec<Collision>,
-    pub added: Vec<String>,
-    pub removed: Vec<String>,
-    pub modified: Vec<String>,
-    pub duration_ms: u64,
-    /// Why no fan-out ran, when `ran` is false.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
-/// A refresh in which no upstream answered: the catalog was left as it was.
-#[derive(Debug, Clone, Serialize)]
-pub struct RefreshFailure {
-    pub message: String,
-    pub upstreams: Vec<UpstreamReport>,
-}
 
 /// The shortest background refresh period an upstream's `ttlMs` can ask for.
 const MIN_TTL: Duration = Duration::from_secs(30);
@@ -247,23 +168,6 @@ pub(super) fn journal(old: &Snapshot, new: &Snapshot) -> (Vec<String>, Vec<Strin
     (added, removed, modified)
 }
 
-pub(super) fn upstream_reports(states: &[UpstreamState], now: u64) -> Vec<UpstreamReport> {
-    states
-        .iter()
-        .map(|s| UpstreamReport {
-            label: s.label.clone(),
-            ok: s.last_error.is_none() && s.listed_at_ms.is_some(),
-            tools: s.tools.len(),
-            error: s.last_error.clone(),
-            stale: s.last_error.is_some() && !s.tools.is_empty(),
-            listing_age_sec: s.listed_at_ms.map(|t| now.saturating_sub(t) / 1000),
-            era: s.era,
-            protocol_version: s.protocol_version.clone(),
-            dropped: s.dropped,
-        })
-        .collect()
-}
-
 pub(super) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -288,6 +192,7 @@ pub(super) fn jitter(ttl: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proxy_core::catalog::snapshot::UpstreamState;
 
     #[test]
     fn ttl_hints_shorten_the_period_within_bounds() {

@@ -3,17 +3,18 @@
 //! # Layout
 //!
 //! - [`tools`]: the four tools the proxy exposes (`mcp_search`, `mcp_describe`, `mcp_call`,
-//!   `mcp_refresh`): their fixed definitions, argument parsing, search (lexical, or hybrid with
-//!   the semantic arm's vectors passed in) and describe rendering, call preparation (resolve →
-//!   repair → validate) and result shapes.
+//!   `mcp_refresh`): their fixed definitions, a call parsed once into a typed request
+//!   ([`tools::ToolRequest`]), search (lexical, or hybrid with the semantic arm's vectors
+//!   passed in), describe, call preparation (resolve → repair → validate), and the typed
+//!   outcome of each ([`tools::ToolOutcome`]), rendered as JSON only at the edge.
 //! - [`catalog`]: admission of upstream tools, the snapshot (merge, policy, index, routing),
-//!   name resolution and the manifest.
+//!   name resolution, the manifest and the refresh reports.
 //! - [`args`]: argument repair and JSON Schema validation.
 //! - [`policy`]: `TOOLS_ALLOW` / `TOOLS_DENY` / `READ_ONLY` / `PINNED_TOOLS`.
 //! - [`redact`]: URLs as logs, reports and the manifest show them.
 //!
-//! No actix and no network: the HTTP layer and the actors call into this crate, and every rule
-//! here is unit-tested on plain values.
+//! No actix and no network: the application service (`src/app.rs`), the HTTP layer and the
+//! actors call into this crate, and every rule here is unit-tested on plain values.
 
 #![forbid(unsafe_code)]
 

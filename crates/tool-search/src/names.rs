@@ -20,6 +20,17 @@ pub fn compact(s: &str) -> String {
         .collect()
 }
 
+/// A name's two keys: its compact full form and the compact form of the name without its
+/// `server-` prefix (empty when the name has none). The catalog keys tools by both, and the
+/// proxy resolves a called name against both.
+pub fn keys(name: &str) -> (String, String) {
+    let full = compact(name);
+    let bare = crate::model::name_prefix(name)
+        .map(|p| compact(&name[p.len() + 1..]))
+        .unwrap_or_default();
+    (full, bare)
+}
+
 /// True when `query` reads as one identifier (no spaces, some separator or capital inside), the
 /// shape a half-remembered tool name has; only such queries pay for a typo scan of all names.
 pub fn looks_like_identifier(query: &str) -> bool {

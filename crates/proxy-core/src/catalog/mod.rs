@@ -6,9 +6,11 @@
 //!   policy applied) and the pure merge that builds it.
 //! - [`resolve`]: which tool a client's name means (only spellings that cannot name another).
 //! - [`manifest`]: the last good catalog on disk, written atomically.
+//! - [`report`]: what a refresh reports, per upstream (last error, next attempt).
 
 pub mod ingest;
 pub mod manifest;
+pub mod report;
 pub mod resolve;
 pub mod snapshot;
 

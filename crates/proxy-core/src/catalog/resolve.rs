@@ -19,8 +19,7 @@
 //! too (they could have meant it).
 
 use super::snapshot::Snapshot;
-use tool_search::model::name_prefix;
-use tool_search::names::{compact, within_one_edit};
+use tool_search::names::{compact, keys, within_one_edit};
 
 /// How a name was resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,16 +86,6 @@ pub fn suggest(snap: &Snapshot, name: &str, limit: usize) -> Vec<usize> {
 
 /// Longer names get no typo suggestions: no admitted tool name is longer.
 const MAX_SUGGEST_CHARS: usize = super::ingest::MAX_TOOL_NAME_CHARS;
-
-/// The compact full name and the compact name without its `server-` prefix (empty when the
-/// name has none).
-pub fn keys(name: &str) -> (String, String) {
-    let full = compact(name);
-    let bare = name_prefix(name)
-        .map(|p| compact(&name[p.len() + 1..]))
-        .unwrap_or_default();
-    (full, bare)
-}
 
 #[cfg(test)]
 mod tests {

@@ -77,7 +77,7 @@ pub struct Snapshot {
     pub pinned: Vec<usize>,
     /// Tools the policy withheld (for logs only; they are nowhere else).
     pub withheld: usize,
-    /// Normalized full and bare names of the withheld tools ([`super::resolve::keys`]): a
+    /// Normalized full and bare names of the withheld tools ([`tool_search::names::keys`]): a
     /// name that could mean one of them is never repaired into another tool.
     pub withheld_keys: std::collections::HashSet<String>,
     /// Compiled input-schema validators, aligned with `tools`, compiled on first use.
@@ -97,7 +97,7 @@ impl Snapshot {
             for ct in assign_sources(&up.label, up.tools.clone()) {
                 if !policy.allows(&ct) {
                     withheld += 1;
-                    let (full, bare) = super::resolve::keys(&ct.tool.name);
+                    let (full, bare) = tool_search::names::keys(&ct.tool.name);
                     withheld_keys.insert(full);
                     if !bare.is_empty() {
                         withheld_keys.insert(bare);

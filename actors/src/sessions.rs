@@ -235,7 +235,7 @@ mod tests {
         .unwrap()
     }
 
-    #[actix_web::test]
+    #[actix::test]
     async fn ended_sessions_are_remembered_and_cancels_reach_calls() {
         let actor = ClientSessions::default();
         let ended = actor.ended();

@@ -12,7 +12,7 @@
 //! configured. Only tool names and counts are kept, never arguments or queries; at most
 //! [`MAX_CLIENTS`] clients are remembered, the least recently active forgotten first.
 //!
-//! The memory is owned by one actor ([`RetrievalTracker`]); handlers tell it what happened with
+//! The memory is owned by one actor ([`RetrievalTracker`]); the application tells it what happened with
 //! fire-and-forget messages (a search before a call from the same client is always delivered
 //! first: the client saw the search's reply before it sent the call), and it records into the
 //! process's [`Metrics`].
@@ -21,17 +21,16 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use actix::prelude::*;
-use serde_json::Value;
 
-use proxy_actors::metrics::{Metrics, RankBucket};
+use crate::metrics::{Metrics, RankBucket};
 
 /// Clients remembered at once.
 pub const MAX_CLIENTS: usize = 10_000;
 
 /// Names kept per query of a search (a search's `limit` is smaller anyway).
-const MAX_NAMES_PER_QUERY: usize = 50;
+pub const MAX_NAMES_PER_QUERY: usize = 50;
 /// Queries kept per search (`mcp_search` takes at most 7).
-const MAX_QUERIES: usize = 7;
+pub const MAX_QUERIES: usize = 7;
 
 /// Who made a request, for retrieval telemetry (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -49,29 +48,6 @@ impl ClientKey {
             (None, Some(g)) => ClientKey::Group(g.to_string()),
             (None, None) => ClientKey::Anonymous,
         }
-    }
-}
-
-/// The result names of an `mcp_search` result, per query (in rank order); `None` for a result
-/// that is not a search answer (a usage error).
-pub fn search_hits(result: &Value) -> Option<Vec<Vec<String>>> {
-    if result.get("isError") == Some(&Value::Bool(true)) {
-        return None;
-    }
-    let content = result.get("structuredContent")?;
-    let names = |answer: &Value| -> Option<Vec<String>> {
-        let list = answer.get("results")?.as_array()?;
-        Some(
-            list.iter()
-                .filter_map(|h| h.get("name").and_then(Value::as_str))
-                .take(MAX_NAMES_PER_QUERY)
-                .map(str::to_string)
-                .collect(),
-        )
-    };
-    match content.get("queries").and_then(Value::as_array) {
-        Some(answers) => answers.iter().take(MAX_QUERIES).map(names).collect(),
-        None => Some(vec![names(content)?]),
     }
 }
 
@@ -121,8 +97,13 @@ impl RetrievalMemory {
         }
     }
 
-    /// A search answered `hits` (per query) for `key`.
-    pub fn searched(&mut self, key: ClientKey, hits: Vec<Vec<String>>) {
+    /// A search answered `hits` (per query) for `key`; at most [`MAX_QUERIES`] queries of
+    /// [`MAX_NAMES_PER_QUERY`] names each are kept.
+    pub fn searched(&mut self, key: ClientKey, mut hits: Vec<Vec<String>>) {
+        hits.truncate(MAX_QUERIES);
+        for names in &mut hits {
+            names.truncate(MAX_NAMES_PER_QUERY);
+        }
         let r = self.touch(key);
         r.last_hits = Some(hits);
         r.searches_since_call = r.searches_since_call.saturating_add(1);
@@ -239,26 +220,9 @@ impl Handler<Called> for RetrievalTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn names(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn hits_are_read_from_single_and_multi_query_results() {
-        let one = json!({"structuredContent": {"query": "q", "results": [{"name": "a"}, {"name": "b"}]}});
-        assert_eq!(search_hits(&one), Some(vec![names(&["a", "b"])]));
-        let empty = json!({"structuredContent": {"query": "q", "results": [], "hint": "…"}});
-        assert_eq!(search_hits(&empty), Some(vec![vec![]]));
-        let many = json!({"structuredContent": {"queries": [
-            {"query": "x", "results": [{"name": "a"}]},
-            {"query": "y", "results": []}
-        ]}});
-        assert_eq!(search_hits(&many), Some(vec![names(&["a"]), vec![]]));
-        let usage = json!({"isError": true, "content": [{"type": "text", "text": "missing query"}]});
-        assert_eq!(search_hits(&usage), None);
-        assert_eq!(search_hits(&json!({"content": []})), None);
     }
 
     #[test]

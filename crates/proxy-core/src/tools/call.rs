@@ -1,0 +1,343 @@
+//! `mcp_call` against a snapshot: resolve the name (with safe repairs), repair the arguments,
+//! validate them against the tool's full input schema ([`prepare`]); and how a call ended
+//! ([`CallOutcome`]), typed, for the metrics and the reply alike.
+//!
+//! Sending the prepared call to the upstream that owns the tool is the application's (it needs
+//! the network); it turns what the upstream answered into a [`CallOutcome`] with
+//! [`CallOutcome::relayed`] or [`CallOutcome::Failed`].
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::closest_names;
+use crate::args::{self, Violation};
+use crate::catalog::resolve::{resolve, Resolution};
+use crate::catalog::Snapshot;
+
+/// `_meta` key under which a relayed result lists the repairs made to the call.
+pub const REPAIRS_META_KEY: &str = "mcp-search-proxy/repairs";
+
+/// The outcome of checking an `mcp_call` against a catalog snapshot.
+#[derive(Debug)]
+pub enum Prepared {
+    /// Ready to send: the resolved tool, repaired arguments, and notes on what was repaired.
+    Ready {
+        index: usize,
+        arguments: Value,
+        repairs: Vec<String>,
+        /// The tool's parsed input schema (shared with the snapshot's cache).
+        input_schema: Arc<Value>,
+    },
+    /// No tool by that name, and no unambiguous repair.
+    Unknown,
+    /// The call would fail; nothing is sent. `index` is the resolved tool.
+    Rejected { index: usize, rejection: Rejection },
+}
+
+/// Why arguments were refused before the call was sent.
+#[derive(Debug, Clone)]
+pub enum Rejection {
+    /// Required parameters are absent.
+    Missing {
+        tool: String,
+        missing: Vec<String>,
+        required: Vec<String>,
+        schema: Arc<Value>,
+    },
+    /// The arguments break the input schema.
+    Invalid {
+        tool: String,
+        violations: Vec<Violation>,
+        schema: Arc<Value>,
+    },
+}
+
+/// Resolves the name (with repairs), repairs the arguments and validates them against the
+/// tool's full input schema. Pure over the snapshot.
+pub fn prepare(snap: &Snapshot, name: &str, arguments: Value) -> Prepared {
+    let mut repairs = Vec::new();
+    let index = match resolve(snap, name) {
+        Resolution::Exact(i) => i,
+        Resolution::Repaired { index, rule } => {
+            repairs.push(format!(
+                "name {name:?} resolved to {:?} ({rule})",
+                snap.tools[index].tool.name
+            ));
+            index
+        }
+        Resolution::Unknown => return Prepared::Unknown,
+    };
+    let tool = &snap.tools[index];
+    let compiled = match snap.validators.get(index) {
+        Some(cache) => cache.get(|| tool.tool.input_schema()),
+        None => Arc::new(args::CompiledSchema::new(tool.tool.input_schema())),
+    };
+    let schema = &*compiled.schema;
+    let (arguments, notes) = args::coerce(schema, arguments);
+    repairs.extend(notes);
+    let missing = missing_required(schema, &arguments);
+    if !missing.is_empty() {
+        let rejection = Rejection::Missing {
+            tool: tool.tool.name.clone(),
+            missing,
+            required: tool.tool.required_params(),
+            schema: compiled.schema.clone(),
+        };
+        return Prepared::Rejected { index, rejection };
+    }
+    let violations = args::validate(compiled.validator.as_deref(), &arguments);
+    if !violations.is_empty() {
+        let rejection = Rejection::Invalid {
+            tool: tool.tool.name.clone(),
+            violations,
+            schema: compiled.schema.clone(),
+        };
+        return Prepared::Rejected { index, rejection };
+    }
+    Prepared::Ready {
+        index,
+        arguments,
+        repairs,
+        input_schema: compiled.schema.clone(),
+    }
+}
+
+/// Names in the schema's `required` that the arguments lack.
+pub fn missing_required(schema: &Value, arguments: &Value) -> Vec<String> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|p| arguments.get(p).is_none())
+        .map(str::to_string)
+        .collect()
+}
+
+impl Rejection {
+    /// The structured error: what is wrong, the schema to follow.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Rejection::Missing {
+                tool,
+                missing,
+                required,
+                schema,
+            } => {
+                let msg = format!(
+                    "Missing required argument(s) for {tool}: {}. The tool was not called. Call mcp_describe with names [{tool:?}] for its full schema.",
+                    missing.join(", ")
+                );
+                json!({"error": {"side": "client", "message": msg, "missing": missing, "required": required, "inputSchema": &**schema}})
+            }
+            Rejection::Invalid {
+                tool,
+                violations,
+                schema,
+            } => {
+                let listed: Vec<String> = violations
+                    .iter()
+                    .map(|v| {
+                        let at = if v.path.is_empty() {
+                            "arguments".to_string()
+                        } else {
+                            format!("arguments{}", v.path)
+                        };
+                        format!("{at} ({}): {}", v.constraint, v.message)
+                    })
+                    .collect();
+                let msg = format!(
+                    "Invalid arguments for {tool}; the tool was not called. {}. Fix them to match the inputSchema.",
+                    listed.join("; ")
+                );
+                json!({"error": {"side": "client", "message": msg, "violations": violations, "inputSchema": &**schema}})
+            }
+        }
+    }
+}
+
+/// How a call of an upstream tool ended. `upstream` and `tool` are the catalog's own names
+/// (bounded label values for metrics).
+#[derive(Debug, Clone)]
+pub enum CallOutcome {
+    /// The upstream answered; its result is relayed (see [`CallOutcome::relayed`]).
+    Relayed {
+        upstream: String,
+        tool: String,
+        result: Value,
+        /// The tool itself reported an error (`isError`).
+        tool_error: bool,
+    },
+    /// The upstream (or the way to it) failed; nothing usable came back.
+    Failed(UpstreamFailure),
+    /// The arguments were refused; nothing was sent.
+    Rejected {
+        upstream: String,
+        tool: String,
+        rejection: Rejection,
+    },
+    /// No connected server offers the name, also after one re-listing.
+    UnknownTool { name: String, did_you_mean: Vec<String> },
+    /// The tool's upstream has no actor (a configuration that changed under a manifest).
+    NoRoute { upstream: String, tool: String },
+}
+
+/// An upstream that failed a call: what went wrong, what to do, whether a retry can help.
+#[derive(Debug, Clone)]
+pub struct UpstreamFailure {
+    pub upstream: String,
+    pub tool: String,
+    pub error: String,
+    pub advice: String,
+    pub retryable: bool,
+    /// The call was cancelled (client gone, shutdown) rather than failed.
+    pub cancelled: bool,
+}
+
+impl CallOutcome {
+    /// An upstream's result as relayed to the client: its protocol envelope removed, and the
+    /// repairs made to the call listed in `_meta` (so the model gets it right next time).
+    pub fn relayed(upstream: &str, tool: &str, mut result: Value, repairs: &[String]) -> CallOutcome {
+        let tool_error = result.get("isError") == Some(&Value::Bool(true));
+        strip_envelope(&mut result);
+        if !repairs.is_empty() {
+            if let Some(obj) = result.as_object_mut() {
+                let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+                if let Some(m) = meta.as_object_mut() {
+                    m.insert(REPAIRS_META_KEY.into(), json!(repairs));
+                }
+            }
+        }
+        CallOutcome::Relayed {
+            upstream: upstream.to_string(),
+            tool: tool.to_string(),
+            result,
+            tool_error,
+        }
+    }
+
+    /// The error for a name no upstream offers, with the closest names.
+    pub fn unknown_tool(snap: &Snapshot, name: &str) -> CallOutcome {
+        CallOutcome::UnknownTool {
+            name: name.to_string(),
+            did_you_mean: closest_names(snap, name),
+        }
+    }
+
+    /// Whether the client gets an `isError` result.
+    pub fn is_error(&self) -> bool {
+        match self {
+            CallOutcome::Relayed { tool_error, .. } => *tool_error,
+            _ => true,
+        }
+    }
+
+    /// The tool result the client gets: the relayed result as it is, else an `isError`
+    /// result whose structured error says which side failed and what to do.
+    pub fn into_result(self) -> Value {
+        let error = match self {
+            CallOutcome::Relayed { result, .. } => return result,
+            CallOutcome::Failed(f) => {
+                let msg = format!(
+                    "Upstream {:?} failed calling {}: {}. {}.",
+                    f.upstream, f.tool, f.error, f.advice
+                );
+                json!({"error": {"side": "upstream", "upstream": f.upstream, "tool": f.tool, "message": msg, "retryable": f.retryable}})
+            }
+            CallOutcome::Rejected { rejection, .. } => rejection.to_json(),
+            CallOutcome::UnknownTool { name, did_you_mean } => {
+                let mut msg =
+                    format!("Unknown tool {name:?}: no connected server offers it (the tool list was re-checked).");
+                if did_you_mean.is_empty() {
+                    msg.push_str(" Use mcp_search to find the right tool.");
+                } else {
+                    msg.push_str(&format!(
+                        " Closest names: {}. Use one of them, or mcp_search.",
+                        did_you_mean.join(", ")
+                    ));
+                }
+                json!({"error": {"side": "client", "message": msg, "did_you_mean": did_you_mean}})
+            }
+            CallOutcome::NoRoute { upstream, .. } => {
+                json!({"error": {"side": "proxy", "message": format!("no route to upstream {upstream:?}")}})
+            }
+        };
+        super::result(error, true)
+    }
+}
+
+/// Removes what belongs to the upstream's protocol envelope rather than to the tool result
+/// (`resultType`, the upstream's `io.modelcontextprotocol/*` `_meta` keys such as its
+/// serverInfo): the proxy answers in its client's era and stamps its own.
+fn strip_envelope(result: &mut Value) {
+    let Some(obj) = result.as_object_mut() else { return };
+    obj.remove("resultType");
+    let empty = match obj.get_mut("_meta").and_then(Value::as_object_mut) {
+        Some(meta) => {
+            meta.retain(|k, _| !k.starts_with(mcp_wire::modern::RESERVED_META_PREFIX));
+            meta.is_empty()
+        }
+        None => false,
+    };
+    if empty {
+        obj.remove("_meta");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_envelope_fields_are_not_relayed() {
+        let mut r = json!({"content": [], "resultType": "complete",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "up"}, "vendor/x": 1}});
+        strip_envelope(&mut r);
+        assert_eq!(r, json!({"content": [], "_meta": {"vendor/x": 1}}));
+        let mut r = json!({"content": [], "_meta": {"io.modelcontextprotocol/serverInfo": {}}});
+        strip_envelope(&mut r);
+        assert_eq!(r, json!({"content": []}));
+    }
+
+    #[test]
+    fn a_relayed_result_notes_repairs_and_whether_the_tool_failed() {
+        let out = CallOutcome::relayed("up", "t", json!({"content": [], "isError": true}), &["r".into()]);
+        assert!(out.is_error());
+        assert_eq!(
+            out.into_result(),
+            json!({"content": [], "isError": true, "_meta": {REPAIRS_META_KEY: ["r"]}})
+        );
+        let out = CallOutcome::relayed("up", "t", json!({"content": []}), &[]);
+        assert!(!out.is_error());
+        assert_eq!(out.into_result(), json!({"content": []}));
+    }
+
+    #[test]
+    fn a_failed_call_says_which_side_failed() {
+        let out = CallOutcome::Failed(UpstreamFailure {
+            upstream: "up".into(),
+            tool: "t".into(),
+            error: "timed out".into(),
+            advice: "retry later".into(),
+            retryable: true,
+            cancelled: false,
+        });
+        let r = out.into_result();
+        assert_eq!(r["isError"], true);
+        let e = &r["structuredContent"]["error"];
+        assert_eq!(e["side"], "upstream");
+        assert_eq!(e["retryable"], true);
+        assert_eq!(
+            e["message"],
+            "Upstream \"up\" failed calling t: timed out. retry later."
+        );
+        let r = CallOutcome::NoRoute {
+            upstream: "gone".into(),
+            tool: "t".into(),
+        }
+        .into_result();
+        assert_eq!(r["structuredContent"]["error"]["side"], "proxy");
+    }
+}

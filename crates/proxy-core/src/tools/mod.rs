@@ -1,0 +1,365 @@
+//! The four tools the proxy exposes (`mcp_search`, `mcp_describe`, `mcp_call`,
+//! `mcp_refresh`): their fixed definitions, a call parsed once into a typed request, and the
+//! typed outcome of each, computed over a catalog [`Snapshot`].
+//!
+//! # Layout
+//!
+//! - [`request`]: [`ToolRequest::parse`]: tool name + JSON arguments → [`ToolRequest`] or a
+//!   [`UsageError`] the model can act on. The only place the arguments' JSON is read.
+//! - [`search`]: `mcp_search` (lexical, or hybrid with the semantic arm's vectors passed in
+//!   as [`SearchVectors`]) → [`SearchAnswer`].
+//! - [`describe`]: `mcp_describe` → [`DescribeAnswer`].
+//! - [`call`]: `mcp_call`'s preparation (resolve → repair → validate, [`prepare`]) and how a
+//!   call ended ([`CallOutcome`]).
+//! - [`outcome`]: [`ToolOutcome`], the one result type of a tool call, and its rendering as
+//!   the MCP tool result ([`ToolOutcome::into_result`]), the only place JSON is produced.
+//!
+//! What needs the network or a model (relaying a call, refreshing, embedding queries) is the
+//! application's (`src/app.rs`): it sequences these pure steps with messages to the actors.
+//! Errors the model can fix come back as `isError` results that say what to do next.
+
+pub mod call;
+pub mod describe;
+pub mod outcome;
+pub mod request;
+pub mod search;
+
+use serde_json::{json, Map, Value};
+
+use crate::catalog::ingest::{self, MAX_TOOL_NAME_CHARS};
+use crate::catalog::resolve::{resolve, suggest, Resolution};
+use crate::catalog::Snapshot;
+
+pub use call::{prepare, CallOutcome, Prepared, Rejection, UpstreamFailure, REPAIRS_META_KEY};
+pub use describe::{describe, DescribeAnswer};
+pub use outcome::{RefreshOutcome, ToolOutcome};
+pub use request::{CallRequest, DescribeRequest, SearchRequest, ToolKind, ToolRequest, UsageError};
+pub use search::{search, SearchAnswer, SearchVectors};
+
+pub const SEARCH: &str = "mcp_search";
+pub const DESCRIBE: &str = "mcp_describe";
+pub const CALL: &str = "mcp_call";
+pub const REFRESH: &str = "mcp_refresh";
+
+pub const DEFAULT_LIMIT: usize = 5;
+pub const MAX_LIMIT: usize = 25;
+pub const MAX_QUERIES: usize = 7;
+pub const MAX_DESCRIBE: usize = 10;
+/// Descriptions in search hits are clipped to this many characters.
+pub const HIT_DESCRIPTION_CHARS: usize = 500;
+/// Longest query, in characters: the search analyses no more (`search::MAX_QUERY_CHARS`), so
+/// a longer one is refused here rather than cut silently; the model learns to send the need,
+/// not the document.
+pub use tool_search::MAX_QUERY_CHARS;
+
+/// The `tools` array of `tools/list`, as JSON text (fixed, byte-stable).
+pub fn definitions() -> Value {
+    json!([
+        {
+            "name": SEARCH,
+            "description": "Find tools across all connected MCP servers. Workflow: mcp_search -> mcp_describe (full schema) -> mcp_call. Hits list each tool's name, source, description and required parameters; if those suffice, call it directly. An empty result means no such tool exists: rephrase or pick another source.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": {
+                        "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "maxItems": MAX_QUERIES}],
+                        "description": "What you want to do, in keywords or words (e.g. \"send email\"); or a list of up to 7 queries, each answered separately."
+                    },
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}
+                },
+                "required": ["query"]
+            },
+            "annotations": {"readOnlyHint": true}
+        },
+        {
+            "name": DESCRIBE,
+            "description": "Get the full definitions (inputSchema, outputSchema, annotations) of up to 10 tools by exact name, before calling them.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"names": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_DESCRIBE}},
+                "required": ["names"]
+            },
+            "annotations": {"readOnlyHint": true}
+        },
+        {
+            "name": CALL,
+            "description": "Call a tool by its exact name with arguments that match its inputSchema. Use a name from mcp_search; when unsure of the arguments, mcp_describe it first.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "arguments": {"type": "object", "description": "The tool's arguments."}
+                },
+                "required": ["name"]
+            }
+        },
+        {
+            "name": REFRESH,
+            "description": "Re-list the tools of all upstream servers and rebuild the search index. Only needed when tools were added upstream since the last refresh.",
+            "inputSchema": {"type": "object", "properties": {}}
+        }
+    ])
+}
+
+/// A tool result: `content` with one text block, plus `structuredContent`.
+pub fn result(structured: Value, is_error: bool) -> Value {
+    let text = structured.to_string();
+    let mut m = Map::new();
+    m.insert("content".into(), json!([{"type": "text", "text": text}]));
+    m.insert("structuredContent".into(), structured);
+    if is_error {
+        m.insert("isError".into(), Value::Bool(true));
+    }
+    Value::Object(m)
+}
+
+/// An `isError` result for a mistake in the call that the model can correct.
+pub fn usage_error(message: impl Into<String>) -> Value {
+    result(json!({"error": {"side": "client", "message": message.into()}}), true)
+}
+
+/// A tool name a client sent, checked before any work is done for it: not longer than any
+/// admitted name, and free of control and invisible characters (admitted names have none, so
+/// such a name can only be a mistake or an attempt to smuggle text into logs and replies).
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.len() > MAX_TOOL_NAME_CHARS && name.chars().nth(MAX_TOOL_NAME_CHARS).is_some() {
+        return Err(format!(
+            "tool name is {} characters long; no tool name is longer than {MAX_TOOL_NAME_CHARS}. Use a name from mcp_search",
+            name.chars().count()
+        ));
+    }
+    if name.chars().any(ingest::is_hidden) {
+        return Err(
+            "tool name contains control or invisible characters; use a name exactly as mcp_search returned it".into(),
+        );
+    }
+    Ok(())
+}
+
+/// Up to three catalog names close to a name that does not exist: one typo away, then what
+/// a search for the name finds. Suggested, never run.
+pub fn closest_names(snap: &Snapshot, name: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    if let Resolution::Repaired { index, .. } = resolve(snap, name) {
+        out.push(snap.tools[index].tool.name.clone());
+    }
+    for i in suggest(snap, name, 3) {
+        let n = &snap.tools[i].tool.name;
+        if out.len() < 3 && !out.contains(n) {
+            out.push(n.clone());
+        }
+    }
+    for h in snap.index.search(name, 3) {
+        if let Some(t) = snap.tools.get(h.doc) {
+            if out.len() < 3 && !out.contains(&t.tool.name) {
+                out.push(t.tool.name.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Whether `name` is a pinned upstream tool, called natively by its name.
+pub fn is_pinned(snap: &Snapshot, name: &str) -> bool {
+    snap.pinned.iter().any(|&i| snap.tools[i].tool.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::catalog::UpstreamState;
+    use mcp_wire::types::Tool;
+
+    fn snap() -> Arc<Snapshot> {
+        let tools: Vec<Tool> = serde_json::from_value(json!([
+            {"name": "mail-send_message", "description": "Send an email message to recipients.", "inputSchema": {"type": "object", "properties": {"to": {"type": "string"}, "subject": {"type": "string"}}, "required": ["to"]}},
+            {"name": "mail-list_messages", "description": "List email messages in the inbox.", "inputSchema": {"type": "object"}},
+            {"name": "cal-create_event", "description": "Create a calendar event.", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": false}},
+            {"name": "cal-list_events", "description": "List calendar events.", "inputSchema": {"type": "object"}}
+        ]))
+        .unwrap();
+        Arc::new(Snapshot::build(
+            vec![UpstreamState {
+                label: "agg".into(),
+                url: "u".into(),
+                tools: tools.into_iter().map(Arc::new).collect(),
+                ..Default::default()
+            }],
+            1,
+            &Default::default(),
+        ))
+    }
+
+    /// The request a valid call of `name` with `args` parses into.
+    fn request(name: &str, args: Value) -> ToolRequest {
+        match ToolRequest::parse(name, args, |_| false) {
+            Some(Ok(r)) => r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn search_request(args: Value) -> SearchRequest {
+        match request(SEARCH, args) {
+            ToolRequest::Search(r) => r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// `mcp_search`'s tool result for `args` (lexical).
+    fn search_result(s: &Arc<Snapshot>, args: Value) -> Value {
+        ToolOutcome::Search(search(s, &search_request(args), None)).into_result()
+    }
+
+    #[test]
+    fn search_with_vectors_reaches_tools_lexical_search_cannot() {
+        let s = snap();
+        // A query sharing no word with any tool: lexical search answers nothing; with a query
+        // vector equal to `cal-list_events`'s, the semantic arm finds it.
+        let rows: Vec<Vec<f32>> = (0..s.tools.len())
+            .map(|i| (0..4).map(|j| if i == j { 1.0 } else { 0.0 }).collect())
+            .collect();
+        let doc = s.by_name["cal-list_events"];
+        let vectors = tool_search::semantic::Vectors::build(s.tools.len(), 4, |i| Some(&rows[i][..]));
+        let query: Arc<[f32]> = Arc::from(rows[doc].clone());
+        let req = search_request(json!({"query": "what is on my agenda"}));
+        assert!(search(&s, &req, None).queries[0].docs.is_empty());
+        let queries = [query];
+        let with = SearchVectors {
+            tools: &vectors,
+            queries: &queries,
+        };
+        let answer = search(&s, &req, Some(with));
+        assert_eq!(answer.names(), vec![vec!["cal-list_events".to_string()]]);
+        let r = ToolOutcome::Search(answer).into_result();
+        assert_eq!(r["structuredContent"]["results"][0]["name"], "cal-list_events", "{r}");
+        // vectors built for another catalog are not used
+        let other = tool_search::semantic::Vectors::build(2, 4, |i| Some(&rows[i][..]));
+        let with_other = SearchVectors {
+            tools: &other,
+            queries: &queries,
+        };
+        assert!(search(&s, &req, Some(with_other)).queries[0].docs.is_empty());
+    }
+
+    #[test]
+    fn definitions_are_small_and_stable() {
+        let text = definitions().to_string();
+        assert!(text.len() <= 2000, "tools/list is {} chars", text.len());
+        assert_eq!(text, definitions().to_string());
+        for t in definitions().as_array().unwrap() {
+            assert_eq!(t["inputSchema"]["type"], "object");
+        }
+    }
+
+    #[test]
+    fn search_returns_hits_with_required_params() {
+        let s = snap();
+        let r = search_result(&s, json!({"query": "mail-send_message"}));
+        let hit = &r["structuredContent"]["results"][0];
+        assert_eq!(hit["name"], "mail-send_message");
+        assert_eq!(hit["source"], "mail");
+        assert_eq!(hit["required"], json!(["to"]));
+        assert!(r.get("isError").is_none());
+        assert_eq!(
+            r["content"][0]["text"].as_str().unwrap(),
+            r["structuredContent"].to_string()
+        );
+    }
+
+    #[test]
+    fn search_without_hits_lists_sources_and_a_hint() {
+        let s = snap();
+        let answer = search(&s, &search_request(json!({"query": "xyzzy plugh"})), None);
+        assert_eq!(answer.empty_queries(), 1);
+        let r = ToolOutcome::Search(answer).into_result();
+        let sc = &r["structuredContent"];
+        assert_eq!(sc["results"], json!([]));
+        assert_eq!(
+            sc["available_sources"],
+            json!([{"source": "cal", "tools": 2}, {"source": "mail", "tools": 2}])
+        );
+        assert!(sc["hint"].as_str().unwrap().contains("Rephrase"));
+    }
+
+    #[test]
+    fn a_list_of_queries_is_answered_query_by_query() {
+        let s = snap();
+        let answer = search(
+            &s,
+            &search_request(json!({"query": ["mail-send_message", "xyzzy"], "limit": 1})),
+            None,
+        );
+        assert_eq!(answer.names(), vec![vec!["mail-send_message".to_string()], vec![]]);
+        assert_eq!(answer.empty_queries(), 1);
+        let r = ToolOutcome::Search(answer).into_result();
+        assert_eq!(r["structuredContent"]["queries"].as_array().unwrap().len(), 2);
+        assert_eq!(r["structuredContent"]["queries"][1]["query"], "xyzzy");
+    }
+
+    #[test]
+    fn a_usage_error_says_the_client_can_fix_it() {
+        let Some(Err(e)) = ToolRequest::parse(SEARCH, json!({"query": 3}), |_| false) else {
+            panic!("a usage error")
+        };
+        let outcome = ToolOutcome::Usage(e);
+        assert!(outcome.is_error());
+        let r = outcome.into_result();
+        assert_eq!(r["isError"], true);
+        assert_eq!(r["structuredContent"]["error"]["side"], "client");
+    }
+
+    #[test]
+    fn describe_returns_full_definitions_and_not_found() {
+        let s = snap();
+        let ToolRequest::Describe(req) = request(
+            DESCRIBE,
+            json!({"names": ["cal-create_event", "nope", "mail-send_mesage"]}),
+        ) else {
+            panic!("describe")
+        };
+        let answer = describe(&s, &req);
+        assert_eq!(answer.not_found, ["nope", "mail-send_mesage"]);
+        let r = ToolOutcome::Describe(answer).into_result();
+        let sc = &r["structuredContent"];
+        assert_eq!(sc["tools"][0]["name"], "cal-create_event");
+        assert_eq!(sc["tools"][0]["inputSchema"], json!({"type": "object"}));
+        assert_eq!(sc["tools"][0]["annotations"], json!({"readOnlyHint": false}));
+        assert_eq!(sc["not_found"], json!(["nope", "mail-send_mesage"]));
+        assert_eq!(sc["did_you_mean"]["mail-send_mesage"][0], "mail-send_message");
+    }
+
+    #[test]
+    fn a_call_is_prepared_rejected_or_unknown() {
+        let s = snap();
+        match prepare(&s, "Mail_Send-Message", json!({"to": "a@b"})) {
+            Prepared::Ready { index, repairs, .. } => {
+                assert_eq!(s.tools[index].tool.name, "mail-send_message");
+                assert_eq!(repairs.len(), 1, "{repairs:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let Prepared::Rejected { rejection, .. } = prepare(&s, "mail-send_message", json!({"subject": "x"})) else {
+            panic!("rejected")
+        };
+        let e = rejection.to_json();
+        assert_eq!(e["error"]["missing"], json!(["to"]));
+        assert_eq!(e["error"]["side"], "client");
+        assert!(matches!(prepare(&s, "nothing_like_it", json!({})), Prepared::Unknown));
+        let r = CallOutcome::unknown_tool(&s, "mail-send_mesage").into_result();
+        assert_eq!(r["structuredContent"]["error"]["did_you_mean"][0], "mail-send_message");
+    }
+
+    #[test]
+    fn missing_required_names_each_absent_parameter() {
+        let s = snap();
+        let t = s.get("mail-send_message").unwrap();
+        let schema = t.tool.input_schema();
+        assert_eq!(
+            call::missing_required(&schema, &json!({"subject": "x"})),
+            vec!["to".to_string()]
+        );
+        assert!(call::missing_required(&schema, &json!({"to": "a@b"})).is_empty());
+    }
+}
