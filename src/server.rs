@@ -10,7 +10,8 @@ use actix_web::{web, App, HttpServer};
 
 use proxy_actors::catalog::{CatalogActor, CatalogConfig, UpstreamHandle};
 use proxy_actors::embedding::{self, EmbeddingConfig, SemanticState};
-use proxy_actors::upstream::{Network, UpstreamActor, UpstreamSpec};
+use proxy_actors::upstream::{UpstreamActor, UpstreamSpec};
+use upstream_http::Network;
 
 use crate::config::{Config, UpstreamConfig};
 use crate::http::{self, AppState, HttpSettings};
@@ -152,9 +153,8 @@ pub fn network(cfg: &Config) -> std::io::Result<Network> {
     }
     let egress = &cfg.egress;
     if !egress.is_direct() {
-        let shown = |p: &Option<proxy_actors::upstream::egress::ProxyUrl>| {
-            p.as_ref().map_or_else(|| "none".into(), |p| p.to_string())
-        };
+        let shown =
+            |p: &Option<upstream_http::egress::ProxyUrl>| p.as_ref().map_or_else(|| "none".into(), |p| p.to_string());
         log::info!(
             https_proxy = shown(&egress.https).as_str(),
             http_proxy = shown(&egress.http).as_str(),

@@ -10,15 +10,9 @@
 //!     transitions, the handshakes (probe, `initialize`) and the reset-and-retry-once rule;
 //!     the era and session state machine is drawn there.
 //!   - `upstream/list_changes.rs`: following the upstream's list changes.
-//!   - `upstream/classify.rs`: pure reply classifiers (which era, session lost, era changed,
-//!     result or error).
-//!   - [`upstream::transport`] (+ `upstream/raw.rs`): HTTP, with the one header builder every
-//!     request goes through; [`upstream::error`]: `UpstreamError`; [`upstream::cancel`]:
-//!     abandoning a call with a reason.
-//!   - [`upstream::connector`]: opening a connection (direct or through an egress proxy's
-//!     `CONNECT` tunnel, then TLS), for awc and the direct reader; [`upstream::tls`]: trusted
-//!     roots (platform + `UPSTREAM_CA_FILE`) and handshake errors; [`upstream::egress`]:
-//!     `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` rules and the `CONNECT` handshake (pure).
+//!   - [`upstream::cancel`]: abandoning a call with a reason.
+//!   - The HTTP client it talks through (transport, TLS, egress proxies, `UpstreamError`, the
+//!     pure reply classifiers) is the `upstream-http` crate.
 //! - [`catalog`]: `CatalogActor`, the only writer of the catalog.
 //!   - `catalog/actor.rs`: the actor, its configuration and messages, and the refresh state
 //!     machine (coalescing, rate limit, TTL, retries); it owns the current snapshot (published

@@ -35,7 +35,7 @@ use prometheus_client::registry::Registry;
 
 use proxy_core::catalog::Snapshot;
 
-use crate::upstream::UpstreamError;
+use upstream_http::UpstreamError;
 
 /// The `Content-Type` of [`Metrics::encode`]'s output.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -708,8 +708,8 @@ pub fn sample(text: &str, name: &str, labels: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::upstream::CancelReason;
     use mcp_wire::jsonrpc::RpcError;
+    use upstream_http::CancelReason;
 
     #[test]
     fn every_upstream_error_has_one_kind_and_cancellations_none() {

@@ -38,7 +38,8 @@ use mcp_wire::jsonrpc::{self, Incoming, Request, RequestId, RpcError};
 use mcp_wire::trace::CallTrace;
 use mcp_wire::{modern, version};
 use proxy_actors::metrics;
-use proxy_actors::upstream::{cancel_pair, CancelHandle, CancelReason};
+use proxy_actors::upstream::{cancel_pair, CancelHandle};
+use upstream_http::CancelReason;
 
 use super::checks;
 use super::error::HttpError;

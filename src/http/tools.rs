@@ -21,9 +21,10 @@ use mcp_wire::trace::CallTrace;
 use proxy_actors::catalog::{Refresh, RefreshReason};
 use proxy_actors::embedding::{EmbedQueries, Phase, SemanticIndex};
 use proxy_actors::metrics::{CallOutcome, FallbackReason, NO_UPSTREAM, OTHER};
-use proxy_actors::upstream::{CallTool, CancelToken, UpstreamError};
+use proxy_actors::upstream::{CallTool, CancelToken};
 use proxy_core::catalog::Snapshot;
 use proxy_core::tools::{self, Prepared, CALL, DESCRIBE, REFRESH, SEARCH};
+use upstream_http::UpstreamError;
 
 use super::retrieval::{self, ClientKey};
 use super::AppState;

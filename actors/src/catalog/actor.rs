@@ -16,7 +16,8 @@ use super::refresh::{
     apply_fanout, effective_ttl, jitter, now_ms, upstream_reports, RefreshFailure, RefreshReason, RefreshReport,
 };
 use crate::metrics::{Metrics, RefreshOutcome};
-use crate::upstream::{FollowListChanges, ListTools, Listing, ToolsChanged, UpstreamActor, UpstreamError};
+use crate::upstream::{FollowListChanges, ListTools, Listing, ToolsChanged, UpstreamActor};
+use upstream_http::UpstreamError;
 
 /// Catalog behaviour settings.
 #[derive(Debug, Clone)]

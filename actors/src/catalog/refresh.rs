@@ -11,7 +11,8 @@ use proxy_core::catalog::snapshot::{self, Collision, Snapshot, UpstreamState};
 use proxy_core::catalog::{ingest, manifest};
 use proxy_core::policy::Policy;
 
-use crate::upstream::{Listing, UpstreamError};
+use crate::upstream::Listing;
+use upstream_http::UpstreamError;
 
 /// Why a refresh was asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -25,15 +25,15 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use serde_json::{json, Map, Value};
 
-use super::cancel::{CancelReason, CancelToken};
-use super::error::UpstreamError;
+use super::cancel::CancelToken;
 use super::session::{Connection, Ready, RequestOptions, SessionState};
-use super::transport::Envelope;
 use crate::metrics::Metrics;
 use mcp_wire::jsonrpc;
 use mcp_wire::trace::TraceHeaders;
 use mcp_wire::types::Tool;
 use mcp_wire::{modern, Era};
+use upstream_http::transport::Envelope;
+use upstream_http::{CancelReason, Network, UpstreamError};
 
 /// Static description of one upstream, from configuration.
 #[derive(Debug, Clone)]
@@ -53,7 +53,7 @@ pub struct UpstreamSpec {
     /// Where failed exchanges and session resets are counted.
     pub metrics: Arc<Metrics>,
     /// TLS trust and egress proxies, the same for every upstream.
-    pub network: super::connector::Network,
+    pub network: Network,
 }
 
 /// Result of listing an upstream's tools.

@@ -15,11 +15,11 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use super::actor::ToolsChanged;
-use super::error::UpstreamError;
 use super::session::{Connection, Ready, RequestContext, SessionState, CLIENT_NAME};
-use super::transport::Message;
 use mcp_wire::jsonrpc::{self, RequestId};
 use mcp_wire::modern;
+use upstream_http::transport::Message;
+use upstream_http::UpstreamError;
 
 /// One event (or unfinished line) of the list-change stream, which only ever carries short
 /// notifications and pings (and at most the reply cap).

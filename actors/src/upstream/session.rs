@@ -47,11 +47,11 @@ use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
 use super::actor::UpstreamSpec;
-use super::classify::{self, classify_probe, interpret, Attempt};
-use super::error::UpstreamError;
-use super::transport::{self, Envelope, Message, NotificationSink};
 use mcp_wire::jsonrpc::{self, RequestId};
 use mcp_wire::{modern, version, Era};
+use upstream_http::classify::{self, classify_probe, interpret, Attempt};
+use upstream_http::transport::{self, Envelope, Message, NotificationSink};
+use upstream_http::UpstreamError;
 
 pub(super) use shared::SharedSession;
 
