@@ -23,7 +23,7 @@ pub struct Proxy {
     pub snapshots: tokio::sync::watch::Receiver<std::sync::Arc<proxy_core::catalog::Snapshot>>,
     pub upstreams: Vec<UpstreamHandle>,
     /// The process's metrics, shared by the actors and the HTTP layer.
-    pub metrics: std::sync::Arc<proxy_actors::metrics::Metrics>,
+    pub metrics: std::sync::Arc<proxy_metrics::Metrics>,
     /// The semantic arm's state (off, or its query embedder and each generation's vectors).
     pub semantic: tokio::sync::watch::Receiver<SemanticState>,
     arbiters: Vec<Arbiter>,

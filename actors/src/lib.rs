@@ -26,9 +26,8 @@
 //!   manifest, publishes a `SemanticIndex` per generation) and `QueryEmbedder` (query vectors
 //!   on a `SyncArbiter` thread, with an LRU cache); its pure core, `embedding/plan.rs`.
 //!
-//! - [`metrics`]: the process's metrics (`Metrics`, shared as `Arc<Metrics>` by the HTTP layer
-//!   and the actors), their bounded labels, the one mapping from `UpstreamError` to an error
-//!   kind, and the OpenMetrics text of `GET /metrics`.
+//! The actors record into the process's one `Metrics` (the `proxy-metrics` crate); the
+//! upstream actor holds the one mapping from `UpstreamError` to an error kind.
 //!
 //! What the actors hold is built by pure code in `proxy-core` (snapshot, manifest, admission),
 //! `tool-search` (the index) and `mcp-wire` (messages); the actors only sequence it. The HTTP
@@ -39,5 +38,4 @@
 
 pub mod catalog;
 pub mod embedding;
-pub mod metrics;
 pub mod upstream;

@@ -37,7 +37,6 @@ use tokio::sync::mpsc;
 use mcp_wire::jsonrpc::{self, Incoming, Request, RequestId, RpcError};
 use mcp_wire::trace::CallTrace;
 use mcp_wire::{modern, version};
-use proxy_actors::metrics;
 use proxy_actors::upstream::{cancel_pair, CancelHandle};
 use upstream_http::CancelReason;
 
@@ -478,8 +477,8 @@ fn log_request(
     state.metrics.request(
         &req.method,
         match outcome {
-            Err(Failure::Rpc(e)) => metrics::error_code_label(e.code),
-            Err(Failure::Http(e)) => metrics::error_code_label(e.rpc_error().code),
+            Err(Failure::Rpc(e)) => proxy_metrics::error_code_label(e.code),
+            Err(Failure::Http(e)) => proxy_metrics::error_code_label(e.rpc_error().code),
             Ok(_) => outcome_kind,
         },
     );

@@ -24,9 +24,9 @@ use actix::Addr;
 use actix_web::web;
 
 use proxy_actors::catalog::CatalogActor;
-use proxy_actors::metrics::Metrics;
 use proxy_actors::upstream::UpstreamActor;
 use proxy_core::catalog::Snapshot;
+use proxy_metrics::Metrics;
 
 /// Settings of the HTTP layer.
 #[derive(Debug, Clone)]

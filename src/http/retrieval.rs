@@ -23,7 +23,7 @@ use std::sync::Arc;
 use actix::prelude::*;
 use serde_json::Value;
 
-use proxy_actors::metrics::{Metrics, RankBucket};
+use proxy_metrics::{Metrics, RankBucket};
 
 /// Clients remembered at once.
 pub const MAX_CLIENTS: usize = 10_000;

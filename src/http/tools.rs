@@ -20,10 +20,10 @@ use serde_json::{json, Map, Value};
 use mcp_wire::trace::CallTrace;
 use proxy_actors::catalog::{Refresh, RefreshReason};
 use proxy_actors::embedding::{EmbedQueries, Phase, SemanticIndex};
-use proxy_actors::metrics::{CallOutcome, FallbackReason, NO_UPSTREAM, OTHER};
 use proxy_actors::upstream::{CallTool, CancelToken};
 use proxy_core::catalog::Snapshot;
 use proxy_core::tools::{self, Prepared, CALL, DESCRIBE, REFRESH, SEARCH};
+use proxy_metrics::{CallOutcome, FallbackReason, NO_UPSTREAM, OTHER};
 use upstream_http::UpstreamError;
 
 use super::retrieval::{self, ClientKey};
@@ -191,11 +191,11 @@ async fn call_upstream(state: &AppState, args: &Map<String, Value>, meta: Option
 /// A call sent upstream, counted in flight until it ends. A request dropped before its call
 /// ended (the client went away, or the shutdown cut it) counts the call as cancelled.
 struct PendingCall {
-    metrics: std::sync::Arc<proxy_actors::metrics::Metrics>,
+    metrics: std::sync::Arc<proxy_metrics::Metrics>,
     upstream: String,
     tool: String,
     started: Instant,
-    in_flight: Option<proxy_actors::metrics::InFlight>,
+    in_flight: Option<proxy_metrics::InFlight>,
 }
 
 impl PendingCall {

@@ -11,11 +11,11 @@ use tokio::sync::oneshot;
 use proxy_core::catalog::manifest;
 use proxy_core::catalog::snapshot::{Snapshot, UpstreamState};
 use proxy_core::policy::Policy;
+use proxy_metrics::{Metrics, RefreshOutcome};
 
 use super::refresh::{
     apply_fanout, effective_ttl, jitter, now_ms, upstream_reports, RefreshFailure, RefreshReason, RefreshReport,
 };
-use crate::metrics::{Metrics, RefreshOutcome};
 use crate::upstream::{FollowListChanges, ListTools, Listing, ToolsChanged, UpstreamActor};
 use upstream_http::UpstreamError;
 

@@ -27,11 +27,11 @@ use serde_json::{json, Map, Value};
 
 use super::cancel::CancelToken;
 use super::session::{Connection, Ready, RequestOptions, SessionState};
-use crate::metrics::Metrics;
 use mcp_wire::jsonrpc;
 use mcp_wire::trace::TraceHeaders;
 use mcp_wire::types::Tool;
 use mcp_wire::{modern, Era};
+use proxy_metrics::{Metrics, UpstreamErrorKind};
 use upstream_http::transport::Envelope;
 use upstream_http::{CancelReason, Network, UpstreamError};
 
@@ -188,7 +188,7 @@ impl Handler<ListTools> for UpstreamActor {
                     log::debug!(upstream = conn.spec.label.as_str(), tools = l.tools.len(), latency_ms = ms; "upstream listed")
                 }
                 Err(e) => {
-                    conn.spec.metrics.upstream_error(&conn.spec.label, e);
+                    count_error(&conn.spec, e);
                     log::warn!(upstream = conn.spec.label.as_str(), error = e.to_string().as_str(), latency_ms = ms; "upstream list failed")
                 }
             }
@@ -215,7 +215,7 @@ impl Handler<CallTool> for UpstreamActor {
                     log::debug!(upstream = conn.spec.label.as_str(), tool = tool.as_str(), latency_ms = ms, trace_id = trace_id.as_str(); "upstream call")
                 }
                 Err(e) => {
-                    conn.spec.metrics.upstream_error(&conn.spec.label, e);
+                    count_error(&conn.spec, e);
                     log::warn!(upstream = conn.spec.label.as_str(), tool = tool.as_str(), error = e.to_string().as_str(), latency_ms = ms, trace_id = trace_id.as_str(); "upstream call failed")
                 }
             }
@@ -264,6 +264,34 @@ impl Handler<EndSession> for UpstreamActor {
             log::debug!(upstream = conn.spec.label.as_str(); "upstream session ended");
         })
     }
+}
+
+/// Counts a failed exchange by its kind (cancellations are not counted).
+fn count_error(spec: &UpstreamSpec, e: &UpstreamError) {
+    if let Some(kind) = error_kind(e) {
+        spec.metrics.upstream_error_kind(&spec.label, kind);
+    }
+}
+
+/// The kind of an upstream error (the `kind` label of `mcp_proxy_upstream_errors_total`);
+/// `None` for a cancellation, which is the client's (or the shutdown's) doing, not the
+/// upstream's. The one mapping from `UpstreamError` to a kind; the match is exhaustive on
+/// purpose: a new `UpstreamError` variant does not compile until it is given its kind here.
+fn error_kind(e: &UpstreamError) -> Option<UpstreamErrorKind> {
+    Some(match e {
+        UpstreamError::Timeout { .. } => UpstreamErrorKind::Timeout,
+        UpstreamError::Connect(_) | UpstreamError::Proxy(_) => UpstreamErrorKind::Connect,
+        UpstreamError::CertificateNotTrusted { .. }
+        | UpstreamError::CertificateNameMismatch { .. }
+        | UpstreamError::Tls { .. } => UpstreamErrorKind::Tls,
+        UpstreamError::Http { .. } => UpstreamErrorKind::HttpStatus,
+        UpstreamError::Redirect { .. } => UpstreamErrorKind::Redirect,
+        UpstreamError::Rpc(_) => UpstreamErrorKind::RpcError,
+        UpstreamError::InvalidReply(_) => UpstreamErrorKind::InvalidReply,
+        UpstreamError::TooLarge { .. } => UpstreamErrorKind::TooLarge,
+        UpstreamError::Unavailable => UpstreamErrorKind::Unavailable,
+        UpstreamError::Cancelled(_) => return None,
+    })
 }
 
 /// Progress can stretch a call to at most this many upstream timeouts.
@@ -460,6 +488,43 @@ impl Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp_wire::jsonrpc::RpcError;
+
+    #[test]
+    fn every_upstream_error_has_one_kind_and_cancellations_none() {
+        let cases = [
+            (
+                UpstreamError::Timeout {
+                    elapsed: Duration::from_secs(1),
+                },
+                Some("timeout"),
+            ),
+            (UpstreamError::Connect("refused".into()), Some("connect")),
+            (
+                UpstreamError::Http {
+                    status: 503,
+                    detail: String::new(),
+                },
+                Some("http_status"),
+            ),
+            (
+                UpstreamError::Redirect {
+                    status: 302,
+                    location_host: None,
+                },
+                Some("redirect"),
+            ),
+            (UpstreamError::Rpc(RpcError::new(-32603, "x")), Some("rpc_error")),
+            (UpstreamError::InvalidReply("x".into()), Some("invalid_reply")),
+            (UpstreamError::TooLarge { limit: 1 }, Some("too_large")),
+            (UpstreamError::Unavailable, Some("unavailable")),
+            (UpstreamError::Cancelled(CancelReason::ClientGone), None),
+            (UpstreamError::Cancelled(CancelReason::ShuttingDown), None),
+        ];
+        for (e, kind) in cases {
+            assert_eq!(error_kind(&e).map(UpstreamErrorKind::as_str), kind, "{e}");
+        }
+    }
 
     #[test]
     fn unchanged_definitions_are_taken_from_the_previous_listing() {

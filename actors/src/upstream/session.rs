@@ -409,7 +409,7 @@ impl Connection {
                 log::info!(upstream = self.spec.label.as_str(), method = method, reprobe = forget_era; "upstream session lost, re-initializing");
                 self.spec
                     .metrics
-                    .upstream_error_kind(&self.spec.label, crate::metrics::UpstreamErrorKind::SessionReset);
+                    .upstream_error_kind(&self.spec.label, proxy_metrics::UpstreamErrorKind::SessionReset);
                 let ctx = self.reset(ctx.generation, forget_era).await?;
                 match self.attempt(&ctx, method, params, opts).await {
                     Attempt::Done(r) => r.map(|v| (v, ctx)),
