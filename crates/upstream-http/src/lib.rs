@@ -25,8 +25,8 @@
 //!   means a lost session or a changed era, the result or a precise error. They are here, not
 //!   beside the session, because of what they depend on: this crate's [`transport::Reply`]
 //!   and [`UpstreamError`] and `mcp-wire`'s JSON-RPC and era types, nothing of the session's
-//!   state. The session (proxy-actors' `upstream::session`) acts on their verdict
-//!   ([`classify::Attempt`]).
+//!   state. The session's client code (proxy-actors' `upstream::connection`) acts on their
+//!   verdict ([`classify::Attempt`]).
 //!
 //! # What an upstream is not trusted with (by the client)
 //! Redirects are never followed, on any request (see [`transport`]); a redirect error names
