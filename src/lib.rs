@@ -18,10 +18,11 @@
 //!                               │   EmbeddingActor: follows the snapshots, embeds new tools,
 //!                               │     publishes each generation's vectors ┄┄► handlers
 //!                               └─► UpstreamActor × N (proxy-actors): session, token,
-//!                                     timeouts, retries ──► upstream MCP servers
+//!                                     timeouts, retries ── HTTP client (upstream-http: TLS,
+//!                                     egress proxies) ──► upstream MCP servers
 //! ```
 //!
-//! `GET /metrics` (http::metrics) encodes the process's one `Metrics` (proxy-actors), which
+//! `GET /metrics` (http::metrics) encodes the process's one `Metrics` (proxy-metrics), which
 //! handlers and actors record into with atomics.
 //!
 //! Every piece of shared state has one owner, an actor, which alone changes it. Handlers
@@ -40,8 +41,10 @@
 //!
 //! The other crates: `mcp-wire` (the protocol as data), `tool-search` (the index),
 //! `proxy-core` (the four tools as pure functions, the snapshot, the manifest),
-//! `proxy-actors` (the catalog, upstream and embedding actors), `embed` (the sentence-embedding
-//! model and the vector store), `demo-upstream` (the embedded demo server).
+//! `proxy-actors` (the catalog, upstream and embedding actors), `upstream-http` (the HTTP client
+//! of the upstreams: transport, TLS trust, egress proxies, `UpstreamError`), `proxy-metrics`
+//! (the metrics and their OpenMetrics text), `embed` (the sentence-embedding model and the
+//! vector store), `demo-upstream` (the embedded demo server).
 
 #![forbid(unsafe_code)]
 
