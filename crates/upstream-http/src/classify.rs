@@ -5,7 +5,7 @@
 //! - [`attempt`]: how one request's reply ends its attempt: a result or error
 //!   ([`interpret`]), a lost legacy session ([`session_lost`]), or a modern upstream that no
 //!   longer speaks the modern era ([`modern_refusal_means_other_era`]).
-//! - [`capped_message`]: an upstream's error message as the proxy repeats it.
+//! - `capped_message`: an upstream's error message as the proxy repeats it.
 
 use serde_json::Value;
 
