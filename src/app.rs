@@ -30,14 +30,15 @@ use tokio::sync::watch;
 use mcp_wire::trace::CallTrace;
 use proxy_actors::catalog::{CatalogActor, Refresh, RefreshReason};
 use proxy_actors::embedding::{EmbedQueries, Phase, SemanticIndex, SemanticState};
-use proxy_actors::metrics::{self, FallbackReason, Metrics, NO_UPSTREAM, OTHER};
 use proxy_actors::retrieval::{self, ClientKey, RetrievalTracker};
-use proxy_actors::upstream::{CallTool, CancelToken, UpstreamActor, UpstreamError};
+use proxy_actors::upstream::{CallTool, CancelToken, UpstreamActor};
 use proxy_core::catalog::Snapshot;
 use proxy_core::tools::{
     self, CallOutcome, CallRequest, DescribeRequest, Prepared, RefreshOutcome, SearchAnswer, SearchRequest,
     ToolOutcome, ToolRequest, UpstreamFailure, UsageError,
 };
+use proxy_metrics::{self as metrics, FallbackReason, Metrics, NO_UPSTREAM, OTHER};
+use upstream_http::UpstreamError;
 
 /// How long a search waits for its query vectors before it answers lexically.
 pub const QUERY_EMBEDDING_TIMEOUT: Duration = Duration::from_secs(2);

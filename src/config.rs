@@ -38,7 +38,7 @@ pub const METRICS_PUBLIC: &str = "METRICS_PUBLIC";
 /// A PEM file of CA certificates trusted for `https://` upstreams, besides the platform's.
 pub const UPSTREAM_CA_FILE: &str = "UPSTREAM_CA_FILE";
 // HTTPS_PROXY / HTTP_PROXY / NO_PROXY (and their lower-case forms): see
-// `proxy_actors::upstream::egress`, which owns their names and rules.
+// `upstream_http::egress`, which owns their names and rules.
 pub const EMBED_MODEL: &str = "EMBED_MODEL";
 
 pub const DEFAULT_PORT: u16 = 8092;
@@ -129,9 +129,9 @@ pub struct Config {
     /// `GET /metrics` without a client token even when `PROXY_TOKENS` is set.
     pub metrics_public: bool,
     /// `UPSTREAM_CA_FILE`, read and checked: trusted for upstreams besides the platform's roots.
-    pub upstream_ca: Option<proxy_actors::upstream::tls::CaFile>,
+    pub upstream_ca: Option<upstream_http::tls::CaFile>,
     /// Egress proxies for upstream connections (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`).
-    pub egress: proxy_actors::upstream::egress::Egress,
+    pub egress: upstream_http::egress::Egress,
     /// The sentence-embedding model's directory (`EMBED_MODEL`): enables the semantic arm of
     /// the search. Not checked here: a model that cannot be loaded leaves the service running
     /// lexical-only, said once with a WARN (see `proxy_actors::embedding`).
@@ -378,7 +378,7 @@ impl Config {
         };
         let upstream_ca = get(UPSTREAM_CA_FILE)
             .map(|path| {
-                proxy_actors::upstream::tls::CaFile::load(std::path::Path::new(&path)).map_err(|m| {
+                upstream_http::tls::CaFile::load(std::path::Path::new(&path)).map_err(|m| {
                     err(
                         UPSTREAM_CA_FILE,
                         format!("{m}; it must be a PEM file of the CA certificate(s) that signed the upstreams' certificates"),
@@ -387,8 +387,7 @@ impl Config {
             })
             .transpose()?;
         // `Egress` owns the names and applies the lower-case-wins rule (empty = unset, as here).
-        let egress =
-            proxy_actors::upstream::egress::Egress::from_lookup(&|k| get(k)).map_err(|e| err(e.var, e.message))?;
+        let egress = upstream_http::egress::Egress::from_lookup(&|k| get(k)).map_err(|e| err(e.var, e.message))?;
         Ok(Config {
             upstream_ca,
             egress,

@@ -12,6 +12,7 @@
 //!                               ├─► CatalogActor: snapshot (published on a watch channel
 //!                               │     ┄┄► App), refresh state machine, manifest
 //!                               ├─► UpstreamActor × N: session, token, timeouts, retries
+//!                               │     ── HTTP client (upstream-http: TLS, egress proxies)
 //!                               │     ──► upstream MCP servers
 //!                               ├─► RetrievalTracker: each client's last search (fire and
 //!                               │     forget), for retrieval telemetry
@@ -23,8 +24,8 @@
 //!              flight that a client may cancel
 //! ```
 //!
-//! `GET /metrics` (http::metrics) encodes the process's one `Metrics`, which the application
-//! and the actors record into with atomics.
+//! `GET /metrics` (http::metrics) encodes the process's one `Metrics` (proxy-metrics), which
+//! the application and the actors record into with atomics.
 //!
 //! Every piece of shared state has one owner, an actor, which alone changes it. The
 //! application and the handlers change state only by sending messages; what they read on
@@ -45,8 +46,9 @@
 //! The other crates: `mcp-wire` (the protocol as data), `tool-search` (the index),
 //! `proxy-core` (the four tools' typed requests and outcomes, the snapshot, the manifest),
 //! `proxy-actors` (the catalog, upstream, embedding, client-session and retrieval actors),
-//! `embed` (the sentence-embedding model and the vector store), `demo-upstream` (the
-//! embedded demo server).
+//! `upstream-http` (the HTTP client of the upstreams: transport, TLS trust, egress proxies,
+//! `UpstreamError`), `proxy-metrics` (the metrics and their OpenMetrics text), `embed` (the
+//! sentence-embedding model and the vector store), `demo-upstream` (the embedded demo server).
 
 #![forbid(unsafe_code)]
 

@@ -10,7 +10,8 @@ use actix_web::{web, App, HttpServer};
 
 use proxy_actors::catalog::{CatalogActor, CatalogConfig, UpstreamHandle};
 use proxy_actors::embedding::{self, EmbeddingConfig, SemanticState};
-use proxy_actors::upstream::{Network, UpstreamActor, UpstreamSpec};
+use proxy_actors::upstream::{UpstreamActor, UpstreamSpec};
+use upstream_http::Network;
 
 use crate::app;
 use crate::config::{Config, UpstreamConfig};
@@ -23,7 +24,7 @@ pub struct Proxy {
     pub snapshots: tokio::sync::watch::Receiver<std::sync::Arc<proxy_core::catalog::Snapshot>>,
     pub upstreams: Vec<UpstreamHandle>,
     /// The process's metrics, shared by the actors and the HTTP layer.
-    pub metrics: std::sync::Arc<proxy_actors::metrics::Metrics>,
+    pub metrics: std::sync::Arc<proxy_metrics::Metrics>,
     /// The semantic arm's state (off, or its query embedder and each generation's vectors).
     pub semantic: tokio::sync::watch::Receiver<SemanticState>,
     arbiters: Vec<Arbiter>,
@@ -153,9 +154,8 @@ pub fn network(cfg: &Config) -> std::io::Result<Network> {
     }
     let egress = &cfg.egress;
     if !egress.is_direct() {
-        let shown = |p: &Option<proxy_actors::upstream::egress::ProxyUrl>| {
-            p.as_ref().map_or_else(|| "none".into(), |p| p.to_string())
-        };
+        let shown =
+            |p: &Option<upstream_http::egress::ProxyUrl>| p.as_ref().map_or_else(|| "none".into(), |p| p.to_string());
         log::info!(
             https_proxy = shown(&egress.https).as_str(),
             http_proxy = shown(&egress.http).as_str(),

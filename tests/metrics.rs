@@ -16,7 +16,7 @@ use common::*;
 use mcp_search_proxy::http::auth::Authenticator;
 use mcp_search_proxy::http::HttpSettings;
 use mcp_search_proxy::server::ServerLimits;
-use proxy_actors::metrics::sample;
+use proxy_metrics::sample;
 
 // ---------------------------------------------------------------------------------------------
 // A fake upstream (2025 era, stateless, JSON replies) that records each tools/call.
@@ -322,7 +322,7 @@ async fn search_then_call_then_scrape_counts_everything() {
     assert_eq!(s("mcp_proxy_stale_upstreams", ""), Some(0.0));
     assert!(text.ends_with("# EOF\n"));
     let (_, ctype, _) = scrape(&p.base, None).await;
-    assert_eq!(ctype, proxy_actors::metrics::CONTENT_TYPE);
+    assert_eq!(ctype, proxy_metrics::CONTENT_TYPE);
     p.stop().await;
 }
 

@@ -98,7 +98,7 @@ async fn hybrid_search_answers_a_paraphrase_and_vectors_survive_a_restart() {
         "{s}"
     );
     let metrics = p.proxy.metrics.encode(&p.state.snapshot(), 0);
-    let sample = |name: &str| proxy_actors::metrics::sample(&metrics, name, "");
+    let sample = |name: &str| proxy_metrics::sample(&metrics, name, "");
     assert_eq!(sample("mcp_proxy_semantic_tools_embedded"), Some(n as f64), "{metrics}");
     assert_eq!(sample("mcp_proxy_query_embedding_duration_seconds_count"), Some(2.0));
     let vectors = embedding_file(&manifest);

@@ -12,14 +12,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use proxy_actors::upstream::egress::{Egress, NoProxy, ProxyUrl};
-use proxy_actors::upstream::tls::CaFile;
-use proxy_actors::upstream::Network;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose, SanType};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use upstream_http::egress::{Egress, NoProxy, ProxyUrl};
+use upstream_http::tls::CaFile;
+use upstream_http::Network;
 
 // ---------------------------------------------------------------------------------------------
 // Certificates
@@ -625,7 +625,7 @@ async fn measure_tls_and_proxy_overhead() {
         let uri: awc::http::Uri = url.parse().unwrap();
         let started = Instant::now();
         for _ in 0..OPENS {
-            proxy_actors::upstream::connector::open(&net, &uri, Duration::from_secs(5))
+            upstream_http::connector::open(&net, &uri, Duration::from_secs(5))
                 .await
                 .unwrap();
         }

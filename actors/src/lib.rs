@@ -5,20 +5,16 @@
 //! - [`upstream`]: `UpstreamActor`, one per configured upstream, on its own arbiter.
 //!   - `upstream/actor.rs`: the actor, its messages and handlers (listing, calls with progress,
 //!     timeouts and cancellation, ending the session).
-//!   - `upstream/session.rs`: the session with the upstream (one `Session` type: unready with
-//!     an era hint, ready legacy with its session id and version, ready modern), its
-//!     transitions, the handshakes (probe, `initialize`) and the reset-and-retry-once rule;
-//!     the era and session state machine is drawn there.
 //!   - `upstream/list_changes.rs`: following the upstream's list changes.
-//!   - `upstream/classify.rs`: pure reply classifiers (which era, session lost, era changed,
-//!     result or error).
-//!   - [`upstream::transport`] (+ `upstream/raw.rs`): HTTP, with the one header builder every
-//!     request goes through; [`upstream::error`]: `UpstreamError`; [`upstream::cancel`]:
-//!     abandoning a call with a reason.
-//!   - [`upstream::connector`]: opening a connection (direct or through an egress proxy's
-//!     `CONNECT` tunnel, then TLS), for awc and the direct reader; [`upstream::tls`]: trusted
-//!     roots (platform + `UPSTREAM_CA_FILE`) and handshake errors; [`upstream::egress`]:
-//!     `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` rules and the `CONNECT` handshake (pure).
+//!   - `upstream/connection.rs`: the async client side of the session (all of
+//!     `impl Connection`): the handshakes (probe, `initialize`) and one request under the
+//!     session's rules (reset and retry once).
+//!   - `upstream/session.rs`: the session as pure state (one `Session` type: unready with an
+//!     era hint, ready legacy with its session id and version, ready modern) and its
+//!     transitions; the era and session state machine is drawn there.
+//!   - [`upstream::cancel`]: abandoning a call with a reason.
+//!   - The HTTP client the connection talks through (transport, TLS, egress proxies,
+//!     `UpstreamError`, the pure reply classifiers) is the `upstream-http` crate.
 //! - [`catalog`]: `CatalogActor`, the only writer of the catalog.
 //!   - `catalog/actor.rs`: the actor, its configuration and messages, and the refresh state
 //!     machine (coalescing, rate limit, TTL, retries); it owns the current snapshot (published
@@ -37,9 +33,11 @@
 //! - [`retrieval`]: `RetrievalTracker`, retrieval telemetry: each client's last search, and
 //!   where its next call ranked in it.
 //!
-//! - [`metrics`]: the process's metrics (`Metrics`, shared as `Arc<Metrics>` by the HTTP layer
-//!   and the actors), their bounded labels, the one mapping from `UpstreamError` to an error
-//!   kind, and the OpenMetrics text of `GET /metrics`.
+//! The actors record into the process's one `Metrics` (the `proxy-metrics` crate); the
+//! upstream actor holds the one mapping from `UpstreamError` to an error kind.
+//!
+//! Only actors and their state machines are here: no HTTP client (`upstream-http`) and no
+//! metrics registry (`proxy-metrics`).
 //!
 //! What the actors hold is built by pure code in `proxy-core` (snapshot, manifest, admission),
 //! `tool-search` (the index) and `mcp-wire` (messages); the actors only sequence it. The HTTP
@@ -50,7 +48,6 @@
 
 pub mod catalog;
 pub mod embedding;
-pub mod metrics;
 pub mod retrieval;
 pub mod sessions;
 pub mod upstream;

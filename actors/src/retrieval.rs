@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 
-use crate::metrics::{Metrics, RankBucket};
+use proxy_metrics::{Metrics, RankBucket};
 
 /// Clients remembered at once.
 pub const MAX_CLIENTS: usize = 10_000;

@@ -37,11 +37,11 @@ use tokio::sync::mpsc;
 use mcp_wire::jsonrpc::{self, Incoming, Request, RequestId, RpcError};
 use mcp_wire::trace::CallTrace;
 use mcp_wire::{modern, version, Era};
-use proxy_actors::metrics;
 use proxy_actors::retrieval::ClientKey;
 use proxy_actors::sessions;
-use proxy_actors::upstream::{cancel_pair, CancelHandle, CancelReason};
+use proxy_actors::upstream::{cancel_pair, CancelHandle};
 use proxy_core::tools::{ToolOutcome, ToolRequest};
+use upstream_http::CancelReason;
 
 use super::checks;
 use super::error::HttpError;
@@ -509,8 +509,8 @@ fn log_request(
     state.app.metrics.request(
         &req.method,
         match outcome {
-            Err(Failure::Rpc(e)) => metrics::error_code_label(e.code),
-            Err(Failure::Http(e)) => metrics::error_code_label(e.rpc_error().code),
+            Err(Failure::Rpc(e)) => proxy_metrics::error_code_label(e.code),
+            Err(Failure::Http(e)) => proxy_metrics::error_code_label(e.rpc_error().code),
             Ok(_) => outcome_kind,
         },
     );

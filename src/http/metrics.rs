@@ -1,5 +1,5 @@
 //! `GET /metrics`: every metric of the process in the OpenMetrics text format (see
-//! `proxy_actors::metrics` for what is measured and why `prometheus-client`).
+//! `proxy_metrics` for what is measured and why `prometheus-client`).
 //!
 //! The catalog's names, sources and failure counts say a lot about the deployment, so with
 //! `PROXY_TOKENS` set a scrape needs a client token like `/mcp` does, unless `METRICS_PUBLIC`
@@ -8,7 +8,7 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use proxy_actors::metrics::CONTENT_TYPE;
+use proxy_metrics::CONTENT_TYPE;
 
 use super::error::HttpError;
 use super::{checks, AppState};

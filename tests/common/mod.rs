@@ -107,7 +107,7 @@ pub async fn start_proxy_with(
     settings: HttpSettings,
     limits: server::ServerLimits,
 ) -> TestProxy {
-    let network = proxy_actors::upstream::Network::direct().expect("the TLS configuration builds");
+    let network = upstream_http::Network::direct().expect("the TLS configuration builds");
     start_proxy_full(upstreams, catalog, settings, limits, &network, None).await
 }
 
@@ -117,7 +117,7 @@ pub async fn start_proxy_on(
     catalog: CatalogConfig,
     settings: HttpSettings,
     limits: server::ServerLimits,
-    network: &proxy_actors::upstream::Network,
+    network: &upstream_http::Network,
 ) -> TestProxy {
     start_proxy_full(upstreams, catalog, settings, limits, network, None).await
 }
@@ -128,7 +128,7 @@ pub async fn start_proxy_semantic(
     catalog: CatalogConfig,
     embed_model: Option<std::path::PathBuf>,
 ) -> TestProxy {
-    let network = proxy_actors::upstream::Network::direct().expect("the TLS configuration builds");
+    let network = upstream_http::Network::direct().expect("the TLS configuration builds");
     start_proxy_full(
         upstreams,
         catalog,
@@ -145,7 +145,7 @@ async fn start_proxy_full(
     catalog: CatalogConfig,
     settings: HttpSettings,
     limits: server::ServerLimits,
-    network: &proxy_actors::upstream::Network,
+    network: &upstream_http::Network,
     embed_model: Option<std::path::PathBuf>,
 ) -> TestProxy {
     let proxy = Proxy::start_with(&upstreams, catalog, 1024 * 1024, network, embed_model);

@@ -12,10 +12,11 @@ use proxy_core::catalog::manifest;
 use proxy_core::catalog::report::{upstream_reports, LastErrors, RefreshFailure, RefreshReason, RefreshReport};
 use proxy_core::catalog::snapshot::{Snapshot, UpstreamState};
 use proxy_core::policy::Policy;
+use proxy_metrics::{Metrics, RefreshOutcome};
 
 use super::refresh::{apply_fanout, effective_ttl, jitter, now_ms};
-use crate::metrics::{Metrics, RefreshOutcome};
-use crate::upstream::{FollowListChanges, ListTools, Listing, ToolsChanged, UpstreamActor, UpstreamError};
+use crate::upstream::{FollowListChanges, ListTools, Listing, ToolsChanged, UpstreamActor};
+use upstream_http::UpstreamError;
 
 /// Catalog behaviour settings.
 #[derive(Debug, Clone)]

@@ -10,7 +10,8 @@ use proxy_core::catalog::snapshot::{self, Snapshot};
 use proxy_core::catalog::{ingest, manifest};
 use proxy_core::policy::Policy;
 
-use crate::upstream::{Listing, UpstreamError};
+use crate::upstream::Listing;
+use upstream_http::UpstreamError;
 
 /// The shortest background refresh period an upstream's `ttlMs` can ask for.
 const MIN_TTL: Duration = Duration::from_secs(30);

@@ -13,13 +13,13 @@ use actix::prelude::*;
 use embed::store::{LoadNote, VectorStore};
 use embed::Embedder;
 use proxy_core::catalog::Snapshot;
+use proxy_metrics::Metrics;
 use tokio::sync::watch;
 use tool_search::semantic::{Vectors, TOOL_MAX_TOKENS};
 
 use super::plan::{self, JobReport, ToolTexts};
 use super::query::QueryEmbedder;
 use super::state::{Phase, SemanticIndex, SemanticState};
-use crate::metrics::Metrics;
 
 /// Texts per call into the model: small enough that a newer snapshot stops a job within a
 /// second or two, large enough for the model's own batching (8) to stay full.

@@ -35,14 +35,13 @@ use actix::Actor;
 use tokio::sync::watch;
 
 use proxy_core::catalog::Snapshot;
+use proxy_metrics::Metrics;
 
 pub use actor::EmbeddingActor;
 pub use cache::QueryCache;
 pub use plan::ToolTexts;
 pub use query::{EmbedQueries, QueryEmbedder};
 pub use state::{Phase, Progress, SearchReport, SemanticIndex, SemanticState};
-
-use crate::metrics::Metrics;
 
 /// Settings of the semantic arm.
 #[derive(Debug, Clone, Default)]

@@ -1,5 +1,6 @@
-//! The actor, its messages and their handlers. All per-upstream state lives in the
-//! [`Connection`] (see `session.rs`), shared by the actor and its request futures.
+//! The actor, its messages and their handlers, and what they do over the [`Connection`]: the
+//! listing and the call. All per-upstream state lives in the `Connection` (see
+//! `connection.rs`), shared by the actor and its request futures.
 //!
 //! # Listing
 //! `tools/list` is read page by page within the limits below; a definition equal to one of the
@@ -25,36 +26,17 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use serde_json::{json, Map, Value};
 
-use super::cancel::{CancelReason, CancelToken};
-use super::error::UpstreamError;
-use super::session::{Connection, Ready, RequestOptions, SessionState};
-use super::transport::Envelope;
-use crate::metrics::Metrics;
+use super::cancel::CancelToken;
+use super::connection::{Connection, RequestOptions, UpstreamSpec};
+use super::list_changes::{self, ToolsChanged};
+use super::session::{Ready, SessionState};
 use mcp_wire::jsonrpc;
 use mcp_wire::trace::TraceHeaders;
 use mcp_wire::types::Tool;
 use mcp_wire::{modern, Era};
-
-/// Static description of one upstream, from configuration.
-#[derive(Debug, Clone)]
-pub struct UpstreamSpec {
-    /// Short unique name used in logs, sources and the manifest.
-    pub label: String,
-    pub url: String,
-    /// Bearer token; never logged.
-    pub token: Option<String>,
-    /// Limit for one request (initialization and reading the reply included); progress
-    /// notifications extend it up to four times.
-    pub timeout: Duration,
-    /// Replies larger than this are refused instead of buffered.
-    pub max_response_bytes: usize,
-    /// The era found last time (from the manifest); `Legacy` skips the discovery probe.
-    pub era_hint: Option<Era>,
-    /// Where failed exchanges and session resets are counted.
-    pub metrics: Arc<Metrics>,
-    /// TLS trust and egress proxies, the same for every upstream.
-    pub network: super::connector::Network,
-}
+use proxy_metrics::UpstreamErrorKind;
+use upstream_http::transport::Envelope;
+use upstream_http::{CancelReason, UpstreamError};
 
 /// Result of listing an upstream's tools.
 #[derive(Debug, Clone)]
@@ -119,13 +101,6 @@ pub struct GetStatus;
 #[rtype(result = "()")]
 pub struct EndSession;
 
-/// Tells the catalog that an upstream's tool list changed (it re-lists, debounced).
-#[derive(Message, Clone)]
-#[rtype(result = "()")]
-pub struct ToolsChanged {
-    pub label: String,
-}
-
 /// Starts following the upstream's list changes, if it advertises `tools.listChanged`: the
 /// GET stream of a legacy upstream, a `subscriptions/listen` stream of a modern one. Each
 /// `notifications/tools/list_changed` is reported to `to`. The stream is reopened with
@@ -142,7 +117,7 @@ impl Handler<FollowListChanges> for UpstreamActor {
 
     fn handle(&mut self, msg: FollowListChanges, ctx: &mut Self::Context) {
         let conn = self.conn.clone();
-        ctx.spawn(async move { conn.follow_list_changes(msg.to).await }.into_actor(self));
+        ctx.spawn(async move { list_changes::follow(&conn, msg.to).await }.into_actor(self));
     }
 }
 
@@ -181,14 +156,14 @@ impl Handler<ListTools> for UpstreamActor {
         let conn = self.conn.clone();
         Box::pin(async move {
             let started = Instant::now();
-            let out = conn.with_timeout(conn.list_tools(&msg.previous)).await;
+            let out = conn.with_timeout(list_tools(&conn, &msg.previous)).await;
             let ms = started.elapsed().as_millis() as u64;
             match &out {
                 Ok(l) => {
                     log::debug!(upstream = conn.spec.label.as_str(), tools = l.tools.len(), latency_ms = ms; "upstream listed")
                 }
                 Err(e) => {
-                    conn.spec.metrics.upstream_error(&conn.spec.label, e);
+                    count_error(&conn.spec, e);
                     log::warn!(upstream = conn.spec.label.as_str(), error = e.to_string().as_str(), latency_ms = ms; "upstream list failed")
                 }
             }
@@ -206,7 +181,7 @@ impl Handler<CallTool> for UpstreamActor {
             let started = Instant::now();
             let tool = msg.name.clone();
             let trace_id = msg.trace.as_ref().and_then(|t| t.trace_id()).unwrap_or("").to_string();
-            let out = conn.call_tool(msg).await;
+            let out = call_tool(&conn, msg).await;
             let ms = started.elapsed().as_millis() as u64;
             match &out {
                 Ok(_) => {
@@ -215,7 +190,7 @@ impl Handler<CallTool> for UpstreamActor {
                     log::debug!(upstream = conn.spec.label.as_str(), tool = tool.as_str(), latency_ms = ms, trace_id = trace_id.as_str(); "upstream call")
                 }
                 Err(e) => {
-                    conn.spec.metrics.upstream_error(&conn.spec.label, e);
+                    count_error(&conn.spec, e);
                     log::warn!(upstream = conn.spec.label.as_str(), tool = tool.as_str(), error = e.to_string().as_str(), latency_ms = ms, trace_id = trace_id.as_str(); "upstream call failed")
                 }
             }
@@ -266,6 +241,34 @@ impl Handler<EndSession> for UpstreamActor {
     }
 }
 
+/// Counts a failed exchange by its kind (cancellations are not counted).
+fn count_error(spec: &UpstreamSpec, e: &UpstreamError) {
+    if let Some(kind) = error_kind(e) {
+        spec.metrics.upstream_error_kind(&spec.label, kind);
+    }
+}
+
+/// The kind of an upstream error (the `kind` label of `mcp_proxy_upstream_errors_total`);
+/// `None` for a cancellation, which is the client's (or the shutdown's) doing, not the
+/// upstream's. The one mapping from `UpstreamError` to a kind; the match is exhaustive on
+/// purpose: a new `UpstreamError` variant does not compile until it is given its kind here.
+fn error_kind(e: &UpstreamError) -> Option<UpstreamErrorKind> {
+    Some(match e {
+        UpstreamError::Timeout { .. } => UpstreamErrorKind::Timeout,
+        UpstreamError::Connect(_) | UpstreamError::Proxy(_) => UpstreamErrorKind::Connect,
+        UpstreamError::CertificateNotTrusted { .. }
+        | UpstreamError::CertificateNameMismatch { .. }
+        | UpstreamError::Tls { .. } => UpstreamErrorKind::Tls,
+        UpstreamError::Http { .. } => UpstreamErrorKind::HttpStatus,
+        UpstreamError::Redirect { .. } => UpstreamErrorKind::Redirect,
+        UpstreamError::Rpc(_) => UpstreamErrorKind::RpcError,
+        UpstreamError::InvalidReply(_) => UpstreamErrorKind::InvalidReply,
+        UpstreamError::TooLarge { .. } => UpstreamErrorKind::TooLarge,
+        UpstreamError::Unavailable => UpstreamErrorKind::Unavailable,
+        UpstreamError::Cancelled(_) => return None,
+    })
+}
+
 /// Progress can stretch a call to at most this many upstream timeouts.
 const PROGRESS_TIMEOUT_FACTOR: u32 = 4;
 /// `EndSession` runs at shutdown: its `DELETE` waits at most this long (and at most the
@@ -285,181 +288,217 @@ const MAX_LISTING_BYTES: usize = 128 * 1024 * 1024;
 /// A `nextCursor` (kept for the repeat check, sent back on the next page).
 const MAX_CURSOR_BYTES: usize = 4096;
 
-impl Connection {
-    async fn list_tools(&self, previous: &[Arc<Tool>]) -> Result<Listing, UpstreamError> {
-        let previous: std::collections::HashMap<&str, &Arc<Tool>> =
-            previous.iter().map(|t| (t.name.as_str(), t)).collect();
-        let mut tools = Vec::new();
-        let mut cursor: Option<String> = None;
-        let mut seen_cursors = std::collections::HashSet::new();
-        let mut ttl_ms: Option<u64> = None;
-        let received = Cell::new(0usize);
-        let max_bytes = MAX_LISTING_BYTES.max(self.spec.max_response_bytes);
-        let opts = RequestOptions {
-            received: Some(&received),
-            ..Default::default()
-        };
-        for _ in 0..MAX_PAGES {
-            let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-            let (mut result, ctx) = self.request("tools/list", params, opts).await?;
-            if received.get() > max_bytes {
-                return Err(UpstreamError::InvalidReply(format!(
-                    "tools/list pages add up to more than {max_bytes} bytes (the proxy's limit for one listing)"
-                )));
+/// `tools/list`, all pages, within the limits above (see the module docs).
+async fn list_tools(conn: &Connection, previous: &[Arc<Tool>]) -> Result<Listing, UpstreamError> {
+    let previous: std::collections::HashMap<&str, &Arc<Tool>> = previous.iter().map(|t| (t.name.as_str(), t)).collect();
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut seen_cursors = std::collections::HashSet::new();
+    let mut ttl_ms: Option<u64> = None;
+    let received = Cell::new(0usize);
+    let max_bytes = MAX_LISTING_BYTES.max(conn.spec.max_response_bytes);
+    let opts = RequestOptions {
+        received: Some(&received),
+        ..Default::default()
+    };
+    for _ in 0..MAX_PAGES {
+        let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
+        let (mut result, ctx) = conn.request("tools/list", params, opts).await?;
+        if received.get() > max_bytes {
+            return Err(UpstreamError::InvalidReply(format!(
+                "tools/list pages add up to more than {max_bytes} bytes (the proxy's limit for one listing)"
+            )));
+        }
+        let page = match result.get_mut("tools").map(Value::take) {
+            Some(Value::Array(page)) => page,
+            _ => {
+                return Err(UpstreamError::InvalidReply(
+                    "tools/list result has no tools array".into(),
+                ))
             }
-            let page = match result.get_mut("tools").map(Value::take) {
-                Some(Value::Array(page)) => page,
-                _ => {
+        };
+        if tools.len() + page.len() > MAX_LISTED_TOOLS {
+            return Err(UpstreamError::InvalidReply(format!(
+                "tools/list returned more than {MAX_LISTED_TOOLS} tools (the proxy's limit for one upstream)"
+            )));
+        }
+        let modern_era = ctx.era() == Era::Modern;
+        for t in page {
+            match serde_json::from_value::<Tool>(t) {
+                Ok(tool) if tool.name.is_empty() => {
+                    log::warn!(upstream = conn.spec.label.as_str(); "upstream tool skipped: empty name")
+                }
+                Ok(tool)
+                    if modern_era
+                        && tool.rest().input_schema_raw().contains("x-mcp-header")
+                        && !modern::x_mcp_headers_valid(&tool.input_schema()) =>
+                {
+                    log::warn!(upstream = conn.spec.label.as_str(), tool = tool.name.as_str(); "upstream tool skipped: invalid x-mcp-header annotations")
+                }
+                Ok(tool) => tools.push(reuse_unchanged(&previous, tool)),
+                Err(_) => {
+                    log::warn!(upstream = conn.spec.label.as_str(); "upstream tool skipped: not a valid tool definition")
+                }
+            }
+        }
+        if let Some(t) = result.get("ttlMs").and_then(Value::as_u64).filter(|t| *t > 0) {
+            ttl_ms = Some(ttl_ms.map_or(t, |m| m.min(t)));
+        }
+        match result.get("nextCursor").and_then(Value::as_str) {
+            Some(next) => {
+                if next.len() > MAX_CURSOR_BYTES {
+                    return Err(UpstreamError::InvalidReply(format!(
+                        "tools/list nextCursor is {} bytes, longer than the proxy's {MAX_CURSOR_BYTES}-byte limit",
+                        next.len()
+                    )));
+                }
+                if !seen_cursors.insert(next.to_string()) {
                     return Err(UpstreamError::InvalidReply(
-                        "tools/list result has no tools array".into(),
-                    ))
+                        "tools/list pagination repeats a cursor".into(),
+                    ));
                 }
-            };
-            if tools.len() + page.len() > MAX_LISTED_TOOLS {
-                return Err(UpstreamError::InvalidReply(format!(
-                    "tools/list returned more than {MAX_LISTED_TOOLS} tools (the proxy's limit for one upstream)"
-                )));
+                cursor = Some(next.to_string());
             }
-            let modern_era = ctx.era() == Era::Modern;
-            for t in page {
-                match serde_json::from_value::<Tool>(t) {
-                    Ok(tool) if tool.name.is_empty() => {
-                        log::warn!(upstream = self.spec.label.as_str(); "upstream tool skipped: empty name")
-                    }
-                    Ok(tool)
-                        if modern_era
-                            && tool.rest().input_schema_raw().contains("x-mcp-header")
-                            && !modern::x_mcp_headers_valid(&tool.input_schema()) =>
-                    {
-                        log::warn!(upstream = self.spec.label.as_str(), tool = tool.name.as_str(); "upstream tool skipped: invalid x-mcp-header annotations")
-                    }
-                    Ok(tool) => tools.push(reuse_unchanged(&previous, tool)),
-                    Err(_) => {
-                        log::warn!(upstream = self.spec.label.as_str(); "upstream tool skipped: not a valid tool definition")
-                    }
-                }
-            }
-            if let Some(t) = result.get("ttlMs").and_then(Value::as_u64).filter(|t| *t > 0) {
-                ttl_ms = Some(ttl_ms.map_or(t, |m| m.min(t)));
-            }
-            match result.get("nextCursor").and_then(Value::as_str) {
-                Some(next) => {
-                    if next.len() > MAX_CURSOR_BYTES {
-                        return Err(UpstreamError::InvalidReply(format!(
-                            "tools/list nextCursor is {} bytes, longer than the proxy's {MAX_CURSOR_BYTES}-byte limit",
-                            next.len()
-                        )));
-                    }
-                    if !seen_cursors.insert(next.to_string()) {
-                        return Err(UpstreamError::InvalidReply(
-                            "tools/list pagination repeats a cursor".into(),
-                        ));
-                    }
-                    cursor = Some(next.to_string());
-                }
-                None => {
-                    return Ok(Listing {
-                        tools,
-                        instructions: self.session.read(|s| s.instructions().map(str::to_string)),
-                        era: ctx.era(),
-                        protocol_version: ctx.session.protocol_version().to_string(),
-                        ttl_ms,
-                    });
-                }
+            None => {
+                return Ok(Listing {
+                    tools,
+                    instructions: conn.session.read(|s| s.instructions().map(str::to_string)),
+                    era: ctx.era(),
+                    protocol_version: ctx.session.protocol_version().to_string(),
+                    ttl_ms,
+                });
             }
         }
-        Err(UpstreamError::InvalidReply(format!(
-            "tools/list has more than {MAX_PAGES} pages"
-        )))
     }
+    Err(UpstreamError::InvalidReply(format!(
+        "tools/list has more than {MAX_PAGES} pages"
+    )))
+}
 
-    async fn call_tool(&self, msg: CallTool) -> Result<Value, UpstreamError> {
-        let params = json!({ "name": msg.name, "arguments": msg.arguments });
-        let last_activity = Cell::new(Instant::now());
-        let current_id: Cell<Option<i64>> = Cell::new(None);
-        let forward = |v: Value| {
-            if v.get("method").and_then(Value::as_str) == Some("notifications/progress") {
-                last_activity.set(Instant::now());
-            }
-            if let Some(tx) = &msg.notifications {
-                let _ = tx.send(v);
-            }
-        };
-        let opts = RequestOptions {
-            name: Some(&msg.name),
-            input_schema: Some(&msg.input_schema),
-            meta: Some(&msg.meta),
-            sink: Some(&forward),
-            current_id: Some(&current_id),
-            received: None,
-            trace: msg.trace.as_ref(),
-        };
-        let call = self.request("tools/call", Some(params), opts);
-        let mut token = msg.cancel.clone();
-        let cancelled = async {
-            match token.as_mut() {
-                Some(t) => t.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
-        let outcome = tokio::select! {
-            r = self.with_progress_timeout(call, &last_activity) => r,
-            reason = cancelled => {
-                self.cancel_upstream(current_id.get(), reason).await;
-                return Err(UpstreamError::Cancelled(reason));
-            }
-        };
-        let (result, _) = outcome?;
-        if !result.is_object() {
-            return Err(UpstreamError::InvalidReply("tools/call result is not an object".into()));
+/// `tools/call`, with progress, timeouts and cancellation (see the module docs).
+async fn call_tool(conn: &Connection, msg: CallTool) -> Result<Value, UpstreamError> {
+    let params = json!({ "name": msg.name, "arguments": msg.arguments });
+    let last_activity = Cell::new(Instant::now());
+    let current_id: Cell<Option<i64>> = Cell::new(None);
+    let forward = |v: Value| {
+        if v.get("method").and_then(Value::as_str) == Some("notifications/progress") {
+            last_activity.set(Instant::now());
         }
-        Ok(result)
+        if let Some(tx) = &msg.notifications {
+            let _ = tx.send(v);
+        }
+    };
+    let opts = RequestOptions {
+        name: Some(&msg.name),
+        input_schema: Some(&msg.input_schema),
+        meta: Some(&msg.meta),
+        sink: Some(&forward),
+        current_id: Some(&current_id),
+        received: None,
+        trace: msg.trace.as_ref(),
+    };
+    let call = conn.request("tools/call", Some(params), opts);
+    let mut token = msg.cancel.clone();
+    let cancelled = async {
+        match token.as_mut() {
+            Some(t) => t.cancelled().await,
+            None => std::future::pending().await,
+        }
+    };
+    let outcome = tokio::select! {
+        r = with_progress_timeout(conn, call, &last_activity) => r,
+        reason = cancelled => {
+            cancel_upstream(conn, current_id.get(), reason).await;
+            return Err(UpstreamError::Cancelled(reason));
+        }
+    };
+    let (result, _) = outcome?;
+    if !result.is_object() {
+        return Err(UpstreamError::InvalidReply("tools/call result is not an object".into()));
     }
+    Ok(result)
+}
 
-    /// Like `with_timeout`, but each progress notification restarts the clock, within
-    /// `PROGRESS_TIMEOUT_FACTOR` timeouts in all.
-    async fn with_progress_timeout<T>(
-        &self,
-        fut: impl std::future::Future<Output = Result<T, UpstreamError>>,
-        last_activity: &Cell<Instant>,
-    ) -> Result<T, UpstreamError> {
-        let timeout = self.spec.timeout;
-        let started = Instant::now();
-        let hard_cap = started + timeout * PROGRESS_TIMEOUT_FACTOR;
-        tokio::pin!(fut);
-        loop {
-            let deadline = (last_activity.get() + timeout).min(hard_cap);
-            tokio::select! {
-                r = &mut fut => return r,
-                _ = tokio::time::sleep_until(deadline.into()) => {
-                    let now = Instant::now();
-                    if now >= hard_cap || last_activity.get() + timeout <= now {
-                        return Err(UpstreamError::Timeout { elapsed: started.elapsed() });
-                    }
+/// Like `with_timeout`, but each progress notification restarts the clock, within
+/// `PROGRESS_TIMEOUT_FACTOR` timeouts in all.
+async fn with_progress_timeout<T>(
+    conn: &Connection,
+    fut: impl std::future::Future<Output = Result<T, UpstreamError>>,
+    last_activity: &Cell<Instant>,
+) -> Result<T, UpstreamError> {
+    let timeout = conn.spec.timeout;
+    let started = Instant::now();
+    let hard_cap = started + timeout * PROGRESS_TIMEOUT_FACTOR;
+    tokio::pin!(fut);
+    loop {
+        let deadline = (last_activity.get() + timeout).min(hard_cap);
+        tokio::select! {
+            r = &mut fut => return r,
+            _ = tokio::time::sleep_until(deadline.into()) => {
+                let now = Instant::now();
+                if now >= hard_cap || last_activity.get() + timeout <= now {
+                    return Err(UpstreamError::Timeout { elapsed: started.elapsed() });
                 }
             }
         }
     }
+}
 
-    /// A legacy upstream is told the request is cancelled (the modern era's cancellation is
-    /// the closed stream itself, already done by dropping the request).
-    async fn cancel_upstream(&self, id: Option<i64>, reason: CancelReason) {
-        let era = self.session.read(SessionState::era);
-        log::info!(upstream = self.spec.label.as_str(), era = era.map(Era::as_str).unwrap_or("unknown"), reason = reason.as_str(); "upstream call cancelled");
-        let (Some(Era::Legacy), Some(id)) = (era, id) else {
-            return;
-        };
-        let note = jsonrpc::notification(
-            "notifications/cancelled",
-            Some(json!({"requestId": id, "reason": reason.message()})),
-        );
-        self.post_in_session(&note, Duration::from_secs(2)).await;
-    }
+/// A legacy upstream is told the request is cancelled (the modern era's cancellation is
+/// the closed stream itself, already done by dropping the request).
+async fn cancel_upstream(conn: &Connection, id: Option<i64>, reason: CancelReason) {
+    let era = conn.session.read(SessionState::era);
+    log::info!(upstream = conn.spec.label.as_str(), era = era.map(Era::as_str).unwrap_or("unknown"), reason = reason.as_str(); "upstream call cancelled");
+    let (Some(Era::Legacy), Some(id)) = (era, id) else {
+        return;
+    };
+    let note = jsonrpc::notification(
+        "notifications/cancelled",
+        Some(json!({"requestId": id, "reason": reason.message()})),
+    );
+    conn.post_in_session(&note, Duration::from_secs(2)).await;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp_wire::jsonrpc::RpcError;
+
+    #[test]
+    fn every_upstream_error_has_one_kind_and_cancellations_none() {
+        let cases = [
+            (
+                UpstreamError::Timeout {
+                    elapsed: Duration::from_secs(1),
+                },
+                Some("timeout"),
+            ),
+            (UpstreamError::Connect("refused".into()), Some("connect")),
+            (
+                UpstreamError::Http {
+                    status: 503,
+                    detail: String::new(),
+                },
+                Some("http_status"),
+            ),
+            (
+                UpstreamError::Redirect {
+                    status: 302,
+                    location_host: None,
+                },
+                Some("redirect"),
+            ),
+            (UpstreamError::Rpc(RpcError::new(-32603, "x")), Some("rpc_error")),
+            (UpstreamError::InvalidReply("x".into()), Some("invalid_reply")),
+            (UpstreamError::TooLarge { limit: 1 }, Some("too_large")),
+            (UpstreamError::Unavailable, Some("unavailable")),
+            (UpstreamError::Cancelled(CancelReason::ClientGone), None),
+            (UpstreamError::Cancelled(CancelReason::ShuttingDown), None),
+        ];
+        for (e, kind) in cases {
+            assert_eq!(error_kind(&e).map(UpstreamErrorKind::as_str), kind, "{e}");
+        }
+    }
 
     #[test]
     fn unchanged_definitions_are_taken_from_the_previous_listing() {

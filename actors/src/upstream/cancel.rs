@@ -4,35 +4,11 @@
 //! the matching [`CancelToken`]. The call is cancelled when the handle says so
 //! ([`CancelHandle::cancel`], e.g. at the end of the shutdown grace period) or when the handle
 //! is dropped (the request was abandoned: its client went away or cancelled it). The reason
-//! reaches the upstream's log line and its `notifications/cancelled`.
+//! reaches the upstream's log line and its `notifications/cancelled`. The reason itself,
+//! [`CancelReason`], is upstream-http's: its `UpstreamError::Cancelled` carries it.
 
 use tokio::sync::watch;
-
-/// Why a call was cancelled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CancelReason {
-    /// The client disconnected or cancelled its request.
-    ClientGone,
-    /// The proxy is shutting down and its grace period ended.
-    ShuttingDown,
-}
-
-impl CancelReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CancelReason::ClientGone => "client_gone",
-            CancelReason::ShuttingDown => "shutting_down",
-        }
-    }
-
-    /// The reason as told to the upstream (`notifications/cancelled`).
-    pub fn message(self) -> &'static str {
-        match self {
-            CancelReason::ClientGone => "the client went away",
-            CancelReason::ShuttingDown => "the proxy is shutting down",
-        }
-    }
-}
+use upstream_http::CancelReason;
 
 /// The caller's side: cancels the call, explicitly or by being dropped.
 #[derive(Debug)]

@@ -1,7 +1,9 @@
-//! The session with one upstream: its state ([`Session`], kept in a [`SessionState`] beside
-//! what belongs with it), the transitions between states, the handshakes that make them
-//! (discovery probe, `initialize`), and one request under the session's rules
-//! ([`Connection::request`]).
+//! The session with one upstream, as pure state: where it stands ([`Session`], kept in a
+//! [`SessionState`] beside what belongs with it), the transitions between states, what a
+//! handshake told ([`Handshake`]) and what a request copies out of it ([`RequestContext`]).
+//! No I/O, no clock and no runtime: the transitions are unit-tested below on plain values.
+//! The handshakes that make the transitions (discovery probe, `initialize`) and one request
+//! under the session's rules are `connection.rs`'s.
 //!
 //! # Era and session state machine (single-flight; `generation` counts (re)initializations)
 //!
@@ -29,29 +31,21 @@
 //! (`Legacy{id: None}`): no session header is ever sent and a 400 is an ordinary error, never a
 //! loss.
 //!
-//! Every way into a handshake (a request's `ensure_ready`, `reset`, the list-change follower)
-//! is bounded by the upstream's timeout, so a handshake the upstream never answers cannot hold
-//! the init lock past that.
+//! The events on the arrows (probe, `initialize`, a lost session, the timeout) are found by
+//! `connection.rs` (and `list_changes.rs`, `actor.rs` for `EndSession`), which then call the
+//! transition named beside them.
 //!
 //! # No borrow across an await, by construction
 //! The state is a [`SharedSession`], reachable only through `read` and `update`: their closures
 //! are not `async` and what they return cannot borrow the state. What a request needs is
 //! copied out as a [`RequestContext`] (the ready session and its generation), which the request
-//! then carries through its awaits; the headers it becomes are decided by
-//! [`transport::headers`] from the context's [`Envelope`].
+//! then carries through its awaits; the headers it becomes are decided by upstream-http's
+//! [`transport::headers`](upstream_http::transport::headers) from the context's [`Envelope`].
 
-use std::cell::Cell;
-use std::time::{Duration, Instant};
+use serde_json::Value;
 
-use bytes::Bytes;
-use serde_json::{json, Map, Value};
-
-use super::actor::UpstreamSpec;
-use super::classify::{self, classify_probe, interpret, Attempt};
-use super::error::UpstreamError;
-use super::transport::{self, Envelope, Message, NotificationSink};
-use mcp_wire::jsonrpc::{self, RequestId};
-use mcp_wire::{modern, version, Era};
+use mcp_wire::{modern, Era};
+use upstream_http::transport::Envelope;
 
 pub(super) use shared::SharedSession;
 
@@ -119,7 +113,7 @@ pub(super) struct Handshake {
 
 impl Handshake {
     /// Reads a handshake's `result`.
-    fn of(result: &Value) -> Handshake {
+    pub(super) fn of(result: &Value) -> Handshake {
         Handshake {
             instructions: result
                 .get("instructions")
@@ -295,371 +289,13 @@ mod shared {
     }
 }
 
-/// Per-upstream connection, shared by the actor and its in-flight request futures (all on the
-/// actor's thread, hence `Rc` and a [`SharedSession`]).
-pub(super) struct Connection {
-    pub(super) spec: UpstreamSpec,
-    pub(super) client: transport::Client,
-    pub(super) session: SharedSession,
-    /// Serialises (re-)initialization so concurrent requests share one handshake.
-    init_lock: tokio::sync::Mutex<()>,
-    next_id: Cell<i64>,
-}
-
-/// What a request needs besides method and params.
-#[derive(Default, Clone, Copy)]
-pub(super) struct RequestOptions<'a> {
-    /// `Mcp-Name` (tools/call).
-    pub(super) name: Option<&'a str>,
-    /// Tool input schema, for `Mcp-Param-*` (modern) headers.
-    pub(super) input_schema: Option<&'a Value>,
-    /// Caller's `_meta` to include.
-    pub(super) meta: Option<&'a Map<String, Value>>,
-    /// Receives notifications that precede the response.
-    pub(super) sink: NotificationSink<'a>,
-    /// Records the id of the attempt in flight (for `notifications/cancelled`).
-    pub(super) current_id: Option<&'a Cell<Option<i64>>>,
-    /// Adds up the body bytes of the replies read (a listing's budget across its pages).
-    pub(super) received: Option<&'a Cell<usize>>,
-    /// The call's W3C trace headers.
-    pub(super) trace: Option<&'a mcp_wire::trace::TraceHeaders>,
-}
-
+/// The name the proxy gives itself upstream (`clientInfo`, the modern `_meta`).
 pub(super) const CLIENT_NAME: &str = "mcp-search-proxy";
 
 // What an upstream can make the proxy hold (it is trusted no more than a client).
 
-/// The `Mcp-Session-Id` sent back with every request of the session.
-const MAX_SESSION_ID_BYTES: usize = 1024;
 /// The upstream's `instructions`: a longer text is cut (at a character boundary) and says so.
 const MAX_INSTRUCTIONS_BYTES: usize = 8192;
-
-/// What the discovery probe found.
-struct Probed {
-    era: Era,
-    /// Meaningful for a modern upstream (a legacy one tells at `initialize`).
-    told: Handshake,
-}
-
-impl Connection {
-    pub(super) fn new(spec: UpstreamSpec) -> Self {
-        let connect_timeout = spec.timeout.min(Duration::from_secs(10));
-        Connection {
-            client: transport::Client::new(spec.url.clone(), spec.token.clone(), connect_timeout, &spec.network),
-            session: SharedSession::new(SessionState::new(spec.era_hint)),
-            spec,
-            init_lock: tokio::sync::Mutex::new(()),
-            next_id: Cell::new(1),
-        }
-    }
-
-    /// Runs `fut` within the upstream's timeout; a timeout states the real elapsed time.
-    pub(super) async fn with_timeout<T>(
-        &self,
-        fut: impl std::future::Future<Output = Result<T, UpstreamError>>,
-    ) -> Result<T, UpstreamError> {
-        let started = Instant::now();
-        match tokio::time::timeout(self.spec.timeout, fut).await {
-            Ok(r) => r,
-            Err(_) => Err(UpstreamError::Timeout {
-                elapsed: started.elapsed(),
-            }),
-        }
-    }
-
-    pub(super) fn fresh_id(&self) -> i64 {
-        let id = self.next_id.get();
-        self.next_id.set(id.wrapping_add(1));
-        id
-    }
-
-    /// The ready session, if there is one.
-    fn context(&self) -> Option<RequestContext> {
-        self.session.read(SessionState::context)
-    }
-
-    /// Fire-and-forget POST of a notification or a response within the current session
-    /// (nothing of a session when none is ready), bounded by `timeout`; failures are not
-    /// interesting to anyone.
-    pub(super) async fn post_in_session(&self, message: &Value, timeout: Duration) {
-        let ctx = self.context();
-        let envelope = ctx.as_ref().map_or(Envelope::Bare, RequestContext::envelope);
-        let what = Message {
-            method: message.get("method").and_then(Value::as_str),
-            ..Default::default()
-        };
-        let body = Bytes::from(message.to_string());
-        let send = self.client.post(envelope, what, body, None, 64 * 1024, None);
-        let _ = tokio::time::timeout(timeout.min(self.spec.timeout), send).await;
-    }
-
-    /// One request with the era and session rules: get ready if needed; on a lost session or
-    /// a changed era reset once and retry once. Returns the result and the session that gave it.
-    pub(super) async fn request(
-        &self,
-        method: &str,
-        params: Option<Value>,
-        opts: RequestOptions<'_>,
-    ) -> Result<(Value, RequestContext), UpstreamError> {
-        let ctx = self.ensure_ready().await?;
-        match self.attempt(&ctx, method, params.clone(), opts).await {
-            Attempt::Done(r) => r.map(|v| (v, ctx)),
-            lost @ (Attempt::SessionLost | Attempt::EraChanged) => {
-                let forget_era = matches!(lost, Attempt::EraChanged);
-                log::info!(upstream = self.spec.label.as_str(), method = method, reprobe = forget_era; "upstream session lost, re-initializing");
-                self.spec
-                    .metrics
-                    .upstream_error_kind(&self.spec.label, crate::metrics::UpstreamErrorKind::SessionReset);
-                let ctx = self.reset(ctx.generation, forget_era).await?;
-                match self.attempt(&ctx, method, params, opts).await {
-                    Attempt::Done(r) => r.map(|v| (v, ctx)),
-                    Attempt::SessionLost | Attempt::EraChanged => Err(UpstreamError::Http {
-                        status: 404,
-                        detail: "the upstream rejected a freshly initialized session".into(),
-                    }),
-                }
-            }
-        }
-    }
-
-    /// Sends the request once, in the session `ctx`.
-    async fn attempt(
-        &self,
-        ctx: &RequestContext,
-        method: &str,
-        params: Option<Value>,
-        opts: RequestOptions<'_>,
-    ) -> Attempt {
-        let id = self.fresh_id();
-        if let Some(c) = opts.current_id {
-            c.set(Some(id));
-        }
-        let rid = RequestId::Num(id);
-        let mut params = params;
-        match ctx.era() {
-            Era::Legacy => {
-                if let (Some(meta), Some(Value::Object(p))) = (opts.meta, params.as_mut()) {
-                    if !meta.is_empty() {
-                        p.insert("_meta".into(), Value::Object(meta.clone()));
-                    }
-                }
-            }
-            Era::Modern => {
-                let mut meta = opts.meta.cloned().unwrap_or_default();
-                meta.extend(modern::request_meta(CLIENT_NAME, env!("CARGO_PKG_VERSION")));
-                let p = params.get_or_insert_with(|| json!({}));
-                if let Value::Object(p) = p {
-                    p.insert("_meta".into(), Value::Object(meta));
-                }
-            }
-        }
-        let body = jsonrpc::request(&rid, method, params);
-        let message = Message {
-            method: Some(method),
-            name: opts.name,
-            mirror: opts.input_schema.zip(body.pointer("/params/arguments")),
-            idempotent: method != "tools/call",
-            trace: opts.trace,
-        };
-        let reply = match self
-            .client
-            .post(
-                ctx.envelope(),
-                message,
-                Bytes::from(body.to_string()),
-                Some(&rid),
-                self.spec.max_response_bytes,
-                opts.sink,
-            )
-            .await
-        {
-            Ok(r) => r,
-            Err(e) => return Attempt::Done(Err(e)),
-        };
-        if let Some(received) = opts.received {
-            received.set(received.get() + reply.bytes);
-        }
-        classify::attempt(ctx.era(), ctx.session.has_session_id(), reply)
-    }
-
-    /// Gets ready unless ready; returns the session the caller works in. Waiting for a
-    /// handshake in flight and making one are bounded together by the upstream's timeout, so a
-    /// hung handshake ends (and frees the lock for the next one) within that time, whoever
-    /// started it.
-    pub(super) async fn ensure_ready(&self) -> Result<RequestContext, UpstreamError> {
-        if let Some(ctx) = self.context() {
-            return Ok(ctx);
-        }
-        self.with_timeout(async {
-            let _guard = self.init_lock.lock().await;
-            if let Some(ctx) = self.context() {
-                return Ok(ctx);
-            }
-            self.connect().await
-        })
-        .await
-    }
-
-    /// Drops the session of `generation` (and, if asked, the era) and connects anew, unless
-    /// another request already did so since. Bounded like [`Self::ensure_ready`].
-    async fn reset(&self, generation: u64, forget_era: bool) -> Result<RequestContext, UpstreamError> {
-        self.with_timeout(async {
-            let _guard = self.init_lock.lock().await;
-            if let Some(ctx) = self.session.update(|s| s.lost(generation, forget_era)) {
-                return Ok(ctx);
-            }
-            self.connect().await
-        })
-        .await
-    }
-
-    /// Probes the era unless the hint is legacy, then initializes a legacy upstream.
-    async fn connect(&self) -> Result<RequestContext, UpstreamError> {
-        let legacy_hint = self.session.read(SessionState::era) == Some(Era::Legacy);
-        let mut probed = if legacy_hint { None } else { Some(self.probe().await?) };
-        if probed.as_ref().is_none_or(|p| p.era == Era::Legacy) {
-            match self.initialize().await {
-                Ok(ctx) => return Ok(ctx),
-                // A legacy hint from the manifest may be stale: a refusal of `initialize`
-                // can mean the upstream moved to the modern era; probe and try again.
-                Err(e) if legacy_hint && e.may_mean_other_era() => {
-                    self.session.update(SessionState::forget_era);
-                    let p = self.probe().await?;
-                    if p.era == Era::Legacy {
-                        return self.initialize().await;
-                    }
-                    probed = Some(p);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        let told = probed.map(|p| p.told).unwrap_or_default();
-        let ctx = self.session.update(|s| s.became_modern(told));
-        log::info!(upstream = self.spec.label.as_str(), era = "modern", protocol = modern::LATEST_MODERN, generation = ctx.generation; "upstream initialized");
-        Ok(ctx)
-    }
-
-    /// `server/discover` with the modern envelope: which era does the upstream speak?
-    async fn probe(&self) -> Result<Probed, UpstreamError> {
-        let id = RequestId::Num(self.fresh_id());
-        let params = json!({ "_meta": modern::request_meta(CLIENT_NAME, env!("CARGO_PKG_VERSION")) });
-        let body = jsonrpc::request(&id, "server/discover", Some(params));
-        let reply = match self
-            .post_handshake(Envelope::Modern, "server/discover", &body, Some(&id))
-            .await
-        {
-            Ok(r) => r,
-            // A 2xx reply that is not valid MCP (e.g. an SSE stream without an answer) is a
-            // legacy server that does not know the method; transport errors propagate.
-            Err(UpstreamError::InvalidReply(_)) => return Ok(self.probed(Era::Legacy, Handshake::default())),
-            Err(e) => return Err(e),
-        };
-        let rpc_error = reply.message.as_ref().and_then(transport::rpc_error_of);
-        let era = classify_probe(reply.status, reply.message.as_ref(), rpc_error.as_ref())?;
-        let told = reply
-            .message
-            .as_ref()
-            .and_then(|m| m.get("result"))
-            .map(Handshake::of)
-            .unwrap_or_default();
-        Ok(self.probed(era, told))
-    }
-
-    fn probed(&self, era: Era, told: Handshake) -> Probed {
-        self.session.update(|s| s.probed(era));
-        log::debug!(upstream = self.spec.label.as_str(), era = era.as_str(); "upstream era probed");
-        Probed { era, told }
-    }
-
-    /// One handshake message (probe, `initialize`, `notifications/initialized`) of `method`
-    /// in `envelope`; safe to resend on a stale pooled connection.
-    async fn post_handshake(
-        &self,
-        envelope: Envelope<'_>,
-        method: &str,
-        message: &Value,
-        expect_id: Option<&RequestId>,
-    ) -> Result<transport::Reply, UpstreamError> {
-        let what = Message {
-            method: Some(method),
-            idempotent: true,
-            ..Default::default()
-        };
-        let body = Bytes::from(message.to_string());
-        self.client
-            .post(envelope, what, body, expect_id, self.spec.max_response_bytes, None)
-            .await
-    }
-
-    /// `initialize` and `notifications/initialized`: a new legacy session.
-    async fn initialize(&self) -> Result<RequestContext, UpstreamError> {
-        let id = RequestId::Num(self.fresh_id());
-        let params = json!({
-            "protocolVersion": version::LATEST_LEGACY,
-            "capabilities": {},
-            "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
-        });
-        let body = jsonrpc::request(&id, "initialize", Some(params));
-        let reply = self
-            .post_handshake(Envelope::Bare, "initialize", &body, Some(&id))
-            .await?;
-        let session_id = reply.session_id.clone();
-        let rpc_error = reply.message.as_ref().and_then(transport::rpc_error_of);
-        let result = interpret(reply, rpc_error)?;
-        let negotiated = result
-            .get("protocolVersion")
-            .and_then(Value::as_str)
-            .ok_or_else(|| UpstreamError::InvalidReply("initialize result has no protocolVersion".into()))?
-            .to_string();
-        if !version::is_supported_legacy(&negotiated) {
-            return Err(UpstreamError::InvalidReply(format!(
-                "the upstream negotiated protocol version {negotiated}, which this proxy does not speak"
-            )));
-        }
-        if let Some(sid) = &session_id {
-            if sid.len() > MAX_SESSION_ID_BYTES {
-                return Err(UpstreamError::InvalidReply(format!(
-                    "Mcp-Session-Id is {} bytes, longer than the proxy's {MAX_SESSION_ID_BYTES}-byte limit",
-                    sid.len()
-                )));
-            }
-            if sid.is_empty() || !sid.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
-                return Err(UpstreamError::InvalidReply(
-                    "Mcp-Session-Id is not visible ASCII".into(),
-                ));
-            }
-        }
-        let told = Handshake::of(&result);
-
-        // notifications/initialized completes the handshake.
-        let note = jsonrpc::notification("notifications/initialized", None);
-        let envelope = Envelope::Legacy {
-            session_id: session_id.as_deref(),
-            version: &negotiated,
-        };
-        let ack = self
-            .post_handshake(envelope, "notifications/initialized", &note, None)
-            .await?;
-        if !(200..300).contains(&ack.status) {
-            return Err(UpstreamError::Http {
-                status: ack.status,
-                detail: "notifications/initialized was refused".into(),
-            });
-        }
-
-        let sticky = session_id.is_some();
-        let ctx = self.session.update(|s| s.became_legacy(session_id, negotiated, told));
-        log::info!(
-            upstream = self.spec.label.as_str(),
-            era = "legacy",
-            protocol = ctx.session.protocol_version(),
-            session = if sticky { "sticky" } else { "stateless" },
-            generation = ctx.generation;
-            "upstream initialized"
-        );
-        Ok(ctx)
-    }
-}
 
 /// The upstream's `instructions`, cut at a character boundary to at most
 /// [`MAX_INSTRUCTIONS_BYTES`] (plus a note saying so): long instructions are kept usable rather
@@ -689,6 +325,7 @@ fn advertises_list_changed(result: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn long_instructions_are_cut_at_a_character_boundary_and_say_so() {

@@ -1,9 +1,10 @@
 //! What can go wrong talking to an upstream, phrased so a model (and an operator) can tell
-//! which side failed and whether retrying can help.
+//! which side failed and whether retrying can help; and why a call was abandoned
+//! ([`CancelReason`], which [`UpstreamError::Cancelled`] carries).
 
 use std::time::Duration;
 
-use super::egress::EgressError;
+use crate::egress::EgressError;
 use mcp_wire::jsonrpc::{self, RpcError};
 use mcp_wire::modern;
 
@@ -39,7 +40,7 @@ pub enum UpstreamError {
     Unavailable,
     /// The call was abandoned and cancelled upstream (its client went away, or the proxy is
     /// shutting down).
-    Cancelled(super::CancelReason),
+    Cancelled(CancelReason),
 }
 
 impl UpstreamError {
@@ -117,10 +118,10 @@ impl UpstreamError {
                 "ask for less data (filters, paging, smaller ranges); retrying unchanged will fail again"
             }
             UpstreamError::Unavailable => "the proxy is shutting down; retry against a running instance",
-            UpstreamError::Cancelled(super::CancelReason::ClientGone) => {
+            UpstreamError::Cancelled(CancelReason::ClientGone) => {
                 "the call was cancelled because the client went away"
             }
-            UpstreamError::Cancelled(super::CancelReason::ShuttingDown) => {
+            UpstreamError::Cancelled(CancelReason::ShuttingDown) => {
                 "the proxy is shutting down; retry against a running instance"
             }
         }
@@ -172,6 +173,32 @@ impl std::fmt::Display for UpstreamError {
 }
 
 impl std::error::Error for UpstreamError {}
+
+/// Why a call was cancelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelReason {
+    /// The client disconnected or cancelled its request.
+    ClientGone,
+    /// The proxy is shutting down and its grace period ended.
+    ShuttingDown,
+}
+
+impl CancelReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CancelReason::ClientGone => "client_gone",
+            CancelReason::ShuttingDown => "shutting_down",
+        }
+    }
+
+    /// The reason as told to the upstream (`notifications/cancelled`).
+    pub fn message(self) -> &'static str {
+        match self {
+            CancelReason::ClientGone => "the client went away",
+            CancelReason::ShuttingDown => "the proxy is shutting down",
+        }
+    }
+}
 
 /// A duration as people say it: `950 ms`, `3 s`, `3.4 s`, `12 s` (tenths only below 10 s).
 fn seconds(d: Duration) -> String {

@@ -5,18 +5,18 @@
 //! - [`attempt`]: how one request's reply ends its attempt: a result or error
 //!   ([`interpret`]), a lost legacy session ([`session_lost`]), or a modern upstream that no
 //!   longer speaks the modern era ([`modern_refusal_means_other_era`]).
-//! - [`capped_message`]: an upstream's error message as the proxy repeats it.
+//! - `capped_message`: an upstream's error message as the proxy repeats it.
 
 use serde_json::Value;
 
-use super::error::UpstreamError;
-use super::transport;
+use crate::error::UpstreamError;
+use crate::transport;
 use mcp_wire::jsonrpc::{self, RpcError};
 use mcp_wire::{modern, Era};
 
 /// How one attempt ended, before the retry decision.
 #[derive(Debug, PartialEq)]
-pub(super) enum Attempt {
+pub enum Attempt {
     Done(Result<Value, UpstreamError>),
     /// Legacy: the request carried a session the upstream no longer knows.
     SessionLost,
@@ -26,7 +26,7 @@ pub(super) enum Attempt {
 
 /// Reads the reply to a request sent in `era`; `carried_session`: whether it carried an
 /// `Mcp-Session-Id` (only such a request can find its session lost).
-pub(super) fn attempt(era: Era, carried_session: bool, reply: transport::Reply) -> Attempt {
+pub fn attempt(era: Era, carried_session: bool, reply: transport::Reply) -> Attempt {
     let rpc_error = reply.message.as_ref().and_then(transport::rpc_error_of);
     match era {
         Era::Legacy if carried_session && session_lost(reply.status, rpc_error.as_ref()) => Attempt::SessionLost,
@@ -50,11 +50,7 @@ fn capped_message(message: &str) -> String {
 /// Reads the answer to the discovery probe. Modern: a result listing 2026-07-28, or a 400
 /// carrying one of the modern envelope errors. Legacy: any other refusal. Errors: auth
 /// failures and server errors (the era cannot be known yet).
-pub(super) fn classify_probe(
-    status: u16,
-    message: Option<&Value>,
-    error: Option<&RpcError>,
-) -> Result<Era, UpstreamError> {
+pub fn classify_probe(status: u16, message: Option<&Value>, error: Option<&RpcError>) -> Result<Era, UpstreamError> {
     if status == 401 || status == 403 || status >= 500 {
         let detail = error.map(|e| capped_message(&e.message)).unwrap_or_default();
         return Err(UpstreamError::Http { status, detail });
@@ -93,7 +89,7 @@ pub(super) fn classify_probe(
 /// Whether a modern request's refusal says the upstream does not (or no longer) speak the
 /// modern era: a 400 that is not a modern envelope error, a 404/405 without a JSON-RPC
 /// "method not found", or -32022 (our version is not supported).
-pub(super) fn modern_refusal_means_other_era(status: u16, error: Option<&RpcError>) -> bool {
+pub fn modern_refusal_means_other_era(status: u16, error: Option<&RpcError>) -> bool {
     match (status, error) {
         (_, Some(e)) if e.code == modern::UNSUPPORTED_VERSION => true,
         (400, Some(e)) => !matches!(
@@ -108,7 +104,7 @@ pub(super) fn modern_refusal_means_other_era(status: u16, error: Option<&RpcErro
 }
 
 /// Whether a reply to a request that carried a session id means the session is gone.
-pub(super) fn session_lost(status: u16, error: Option<&RpcError>) -> bool {
+pub fn session_lost(status: u16, error: Option<&RpcError>) -> bool {
     if status == 404 || status == 400 {
         return true;
     }
@@ -120,7 +116,7 @@ pub(super) fn session_lost(status: u16, error: Option<&RpcError>) -> bool {
 }
 
 /// Turns a reply into the request's result or a precise error.
-pub(super) fn interpret(reply: transport::Reply, rpc_error: Option<RpcError>) -> Result<Value, UpstreamError> {
+pub fn interpret(reply: transport::Reply, rpc_error: Option<RpcError>) -> Result<Value, UpstreamError> {
     if !(200..300).contains(&reply.status) {
         let detail = match (&rpc_error, &reply.message) {
             (Some(e), _) => capped_message(&e.message),

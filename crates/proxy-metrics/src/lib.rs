@@ -1,7 +1,7 @@
-//! The proxy's metrics: one [`Metrics`] per process, its families registered once, shared as
-//! `Arc<Metrics>` by the HTTP layer (requests, calls, searches, retrieval), the upstream actors
-//! (errors by kind, session resets) and the catalog actor (refresh outcomes); served as
-//! OpenMetrics text on `GET /metrics` ([`Metrics::encode`]).
+//! proxy-metrics: the proxy's metrics: one [`Metrics`] per process, its families registered
+//! once, shared as `Arc<Metrics>` by the HTTP layer (requests, calls, searches, retrieval), the
+//! upstream actors (errors by kind, session resets) and the catalog actor (refresh outcomes);
+//! served as OpenMetrics text on `GET /metrics` ([`Metrics::encode`]).
 //!
 //! # Why `prometheus-client`
 //! It is the Prometheus project's own Rust client (maintained under the `prometheus` GitHub
@@ -16,11 +16,17 @@
 //! Every label value comes from a closed set or from configuration: `method` from the MCP
 //! methods the proxy serves (else `other`, [`method_label`]); `tool` only for names present in
 //! the current catalog (the caller passes the catalog's own name, else [`OTHER`]); `upstream`
-//! from the configured labels; `kind` from [`UpstreamErrorKind`] ([`error_kind`] is the one
-//! mapping from [`UpstreamError`]); `outcome`, `reason` and `rank` from fixed lists. Catalog
-//! gauges (tools per source, stale upstreams and their age) are computed from the snapshot at
-//! each scrape, so a source that disappears disappears from `/metrics` too; sources beyond
-//! [`MAX_SOURCE_SERIES`] are summed into `other`.
+//! from the configured labels; `kind` from [`UpstreamErrorKind`] (the one mapping from an
+//! `UpstreamError` to its kind is where errors are counted, in proxy-actors' upstream actor,
+//! so this crate needs nothing of the HTTP client); `outcome`, `reason` and `rank` from fixed
+//! lists. Catalog gauges (tools per source, stale upstreams and their age) are computed from
+//! the snapshot at each scrape, so a source that disappears disappears from `/metrics` too;
+//! sources beyond [`MAX_SOURCE_SERIES`] are summed into `other`.
+//!
+//! Of the proxy's other crates it uses only `proxy-core`, for the [`Snapshot`] the catalog
+//! gauges are computed from.
+
+#![forbid(unsafe_code)]
 
 use std::fmt::Write as _;
 use std::sync::atomic::AtomicU64;
@@ -34,8 +40,6 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use proxy_core::catalog::Snapshot;
-
-use crate::upstream::UpstreamError;
 
 /// The `Content-Type` of [`Metrics::encode`]'s output.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -57,7 +61,7 @@ pub enum UpstreamErrorKind {
     Timeout,
     /// The TCP connection could not be made or broke.
     Connect,
-    /// The TLS handshake or certificate check failed (see [`error_kind`]).
+    /// The TLS handshake or certificate check failed.
     Tls,
     /// An HTTP error status.
     HttpStatus,
@@ -103,28 +107,6 @@ impl UpstreamErrorKind {
             UpstreamErrorKind::Unavailable => "unavailable",
         }
     }
-}
-
-/// The kind of an upstream error; `None` for a cancellation, which is the client's (or the
-/// shutdown's) doing, not the upstream's. The match is exhaustive on purpose: a new
-/// `UpstreamError` variant (such as a TLS one) does not compile until it is given its kind here.
-/// Until the transport has a TLS variant, TLS failures arrive as `Connect` and count as
-/// `connect`.
-pub fn error_kind(e: &UpstreamError) -> Option<UpstreamErrorKind> {
-    Some(match e {
-        UpstreamError::Timeout { .. } => UpstreamErrorKind::Timeout,
-        UpstreamError::Connect(_) | UpstreamError::Proxy(_) => UpstreamErrorKind::Connect,
-        UpstreamError::CertificateNotTrusted { .. }
-        | UpstreamError::CertificateNameMismatch { .. }
-        | UpstreamError::Tls { .. } => UpstreamErrorKind::Tls,
-        UpstreamError::Http { .. } => UpstreamErrorKind::HttpStatus,
-        UpstreamError::Redirect { .. } => UpstreamErrorKind::Redirect,
-        UpstreamError::Rpc(_) => UpstreamErrorKind::RpcError,
-        UpstreamError::InvalidReply(_) => UpstreamErrorKind::InvalidReply,
-        UpstreamError::TooLarge { .. } => UpstreamErrorKind::TooLarge,
-        UpstreamError::Unavailable => UpstreamErrorKind::Unavailable,
-        UpstreamError::Cancelled(_) => return None,
-    })
 }
 
 /// The MCP methods the proxy serves; any other method is counted as [`OTHER`].
@@ -524,13 +506,8 @@ impl Metrics {
         }
     }
 
-    /// An exchange with `upstream` failed (cancellations are not counted).
-    pub fn upstream_error(&self, upstream: &str, e: &UpstreamError) {
-        if let Some(kind) = error_kind(e) {
-            self.upstream_error_kind(upstream, kind);
-        }
-    }
-
+    /// An exchange with `upstream` failed, or its session was reset (cancellations are not
+    /// upstream errors: the caller does not count them).
     pub fn upstream_error_kind(&self, upstream: &str, kind: UpstreamErrorKind) {
         self.upstream_errors
             .get_or_create(&ErrorLabels {
@@ -708,43 +685,9 @@ pub fn sample(text: &str, name: &str, labels: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::upstream::CancelReason;
-    use mcp_wire::jsonrpc::RpcError;
 
     #[test]
-    fn every_upstream_error_has_one_kind_and_cancellations_none() {
-        let cases = [
-            (
-                UpstreamError::Timeout {
-                    elapsed: Duration::from_secs(1),
-                },
-                Some("timeout"),
-            ),
-            (UpstreamError::Connect("refused".into()), Some("connect")),
-            (
-                UpstreamError::Http {
-                    status: 503,
-                    detail: String::new(),
-                },
-                Some("http_status"),
-            ),
-            (
-                UpstreamError::Redirect {
-                    status: 302,
-                    location_host: None,
-                },
-                Some("redirect"),
-            ),
-            (UpstreamError::Rpc(RpcError::new(-32603, "x")), Some("rpc_error")),
-            (UpstreamError::InvalidReply("x".into()), Some("invalid_reply")),
-            (UpstreamError::TooLarge { limit: 1 }, Some("too_large")),
-            (UpstreamError::Unavailable, Some("unavailable")),
-            (UpstreamError::Cancelled(CancelReason::ClientGone), None),
-            (UpstreamError::Cancelled(CancelReason::ShuttingDown), None),
-        ];
-        for (e, kind) in cases {
-            assert_eq!(error_kind(&e).map(UpstreamErrorKind::as_str), kind, "{e}");
-        }
+    fn every_error_kind_has_its_own_label() {
         let names: std::collections::HashSet<&str> = UpstreamErrorKind::ALL.iter().map(|k| k.as_str()).collect();
         assert_eq!(names.len(), UpstreamErrorKind::ALL.len());
         assert!(names.contains("tls") && names.contains("session_reset"));
@@ -796,8 +739,7 @@ mod tests {
             );
         }
         m.call("up", "t", CallOutcome::Ok, Some(Duration::from_millis(3)));
-        m.upstream_error("up", &UpstreamError::Connect("x".into()));
-        m.upstream_error("up", &UpstreamError::Cancelled(CancelReason::ClientGone));
+        m.upstream_error_kind("up", UpstreamErrorKind::Connect);
         m.upstream_error_kind("up", UpstreamErrorKind::SessionReset);
         m.refresh(RefreshOutcome::Partial, "startup", Duration::from_millis(20));
         m.search(3, 1, Duration::from_micros(40));
@@ -849,7 +791,6 @@ mod tests {
             ),
             Some(1.0)
         );
-        assert!(!text.contains("cancelled"), "cancellations are not upstream errors");
         assert_eq!(
             s("mcp_proxy_refreshes_total", r#"outcome="partial",reason="startup""#),
             Some(1.0)

@@ -28,8 +28,8 @@ use bytes::{Buf, Bytes, BytesMut};
 use futures_util::Stream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::connector::{self, Io, Network};
-use super::error::UpstreamError;
+use crate::connector::{self, Io, Network};
+use crate::error::UpstreamError;
 
 /// A response body, chunk by chunk.
 pub type Body = Pin<Box<dyn Stream<Item = Result<Bytes, PayloadError>>>>;

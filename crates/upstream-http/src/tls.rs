@@ -37,7 +37,7 @@ use rustls::pki_types::CertificateDer;
 use rustls::{CertificateError, ClientConfig, RootCertStore};
 use rustls_pki_types::pem::PemObject;
 
-use super::error::UpstreamError;
+use crate::error::UpstreamError;
 
 /// The CA certificates of `UPSTREAM_CA_FILE`, read and checked at start.
 #[derive(Clone, PartialEq, Eq)]

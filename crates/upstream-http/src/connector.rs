@@ -1,5 +1,5 @@
 //! Opening a connection to an upstream: directly or through an egress proxy's `CONNECT`
-//! tunnel ([`super::egress`]), then TLS for `https://` ([`super::tls`]).
+//! tunnel ([`crate::egress`]), then TLS for `https://` ([`crate::tls`]).
 //!
 //! Two users, one rule set ([`Network`]):
 //! - awc: [`EgressConnector`] is its custom TCP connector (`awc::Connector::connector`). It
@@ -23,9 +23,9 @@ use awc::http::Uri;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
-use super::egress::{self, Egress, EgressError, ProxyUrl};
-use super::error::UpstreamError;
-use super::tls::{self, CaFile, Trust};
+use crate::egress::{self, Egress, EgressError, ProxyUrl};
+use crate::error::UpstreamError;
+use crate::tls::{self, CaFile, Trust};
 
 /// How every upstream connection is made: the TLS trust and the egress proxies. Cheap to
 /// clone (shared).

@@ -44,15 +44,15 @@ use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use serde_json::Value;
 
-use super::connector::{self, EgressConnector, Network};
-use super::error::UpstreamError;
-use super::raw;
+use crate::connector::{self, EgressConnector, Network};
+use crate::error::UpstreamError;
+use crate::raw;
 use mcp_wire::jsonrpc::{RequestId, RpcError};
 use mcp_wire::{modern, sse};
 
 /// What a request carries of the session, as the session layer copied it out of the session
-/// (see `session::RequestContext`). The session decides *which* envelope a request gets; the
-/// headers it becomes are decided by [`headers`] alone.
+/// (see proxy-actors' `upstream::session::RequestContext`). The session decides *which*
+/// envelope a request gets; the headers it becomes are decided by [`headers`] alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Envelope<'a> {
     /// Nothing of a session: `initialize`, before the era and any session exist.
@@ -822,11 +822,11 @@ mod tests {
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
         let count = std::rc::Rc::new(Cell::new(0));
         let seen = count.clone();
-        actix::spawn(async move {
+        actix_rt::spawn(async move {
             while let Ok((mut sock, _)) = listener.accept().await {
                 seen.set(seen.get() + 1);
                 let reply = reply.clone();
-                actix::spawn(async move {
+                actix_rt::spawn(async move {
                     let mut buf = Vec::new();
                     let mut chunk = [0u8; 4096];
                     // Head, then the Content-Length body.
@@ -877,7 +877,7 @@ mod tests {
             .await
     }
 
-    #[actix::test]
+    #[actix_rt::test]
     async fn close_delimited_replies_are_read_whole() {
         // HTTP/1.0: awc reads to the end of the connection itself.
         let (url, count) = serve(format!(
@@ -913,7 +913,7 @@ mod tests {
         assert!(post_to(&client, false).await.is_ok());
     }
 
-    #[actix::test]
+    #[actix_rt::test]
     async fn the_direct_reader_understands_every_framing() {
         let sse = format!("event: message\ndata: {RESULT}\n\n");
         let replies = [

@@ -1,0 +1,412 @@
+//! The client side of the session with one upstream: the [`Connection`] (the upstream's
+//! [`UpstreamSpec`], its HTTP client and its [`SharedSession`]), the handshakes that move the
+//! session between its states (`ensure_ready`, `reset`, `connect`, `probe`, `initialize`; the
+//! states and transitions themselves are `session.rs`'s, with the state machine drawn there),
+//! and one request under the session's rules ([`Connection::request`]: get ready if needed; on
+//! a lost session or a changed era reset once and retry once). What a reply means is decided
+//! by upstream-http's pure classifiers (`upstream_http::classify`); this file only acts on it.
+//!
+//! Every way into a handshake (a request's `ensure_ready`, `reset`, the list-change follower)
+//! is bounded by the upstream's timeout, so a handshake the upstream never answers cannot hold
+//! the init lock past that.
+//!
+//! All of `impl Connection` is here; the actor's listing and calls (`actor.rs`) and the
+//! list-change follower (`list_changes.rs`) are functions over a `&Connection`.
+
+use std::cell::Cell;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::{json, Map, Value};
+
+use super::session::{Handshake, RequestContext, SessionState, SharedSession, CLIENT_NAME};
+use mcp_wire::jsonrpc::{self, RequestId};
+use mcp_wire::{modern, version, Era};
+use proxy_metrics::{Metrics, UpstreamErrorKind};
+use upstream_http::classify::{self, classify_probe, interpret, Attempt};
+use upstream_http::transport::{self, Envelope, Message, NotificationSink};
+use upstream_http::{Network, UpstreamError};
+
+/// Static description of one upstream, from configuration.
+#[derive(Debug, Clone)]
+pub struct UpstreamSpec {
+    /// Short unique name used in logs, sources and the manifest.
+    pub label: String,
+    pub url: String,
+    /// Bearer token; never logged.
+    pub token: Option<String>,
+    /// Limit for one request (initialization and reading the reply included); progress
+    /// notifications extend it up to four times.
+    pub timeout: Duration,
+    /// Replies larger than this are refused instead of buffered.
+    pub max_response_bytes: usize,
+    /// The era found last time (from the manifest); `Legacy` skips the discovery probe.
+    pub era_hint: Option<Era>,
+    /// Where failed exchanges and session resets are counted.
+    pub metrics: Arc<Metrics>,
+    /// TLS trust and egress proxies, the same for every upstream.
+    pub network: Network,
+}
+
+/// Per-upstream connection, shared by the actor and its in-flight request futures (all on the
+/// actor's thread, hence `Rc` and a [`SharedSession`]).
+pub(super) struct Connection {
+    pub(super) spec: UpstreamSpec,
+    pub(super) client: transport::Client,
+    pub(super) session: SharedSession,
+    /// Serialises (re-)initialization so concurrent requests share one handshake.
+    init_lock: tokio::sync::Mutex<()>,
+    next_id: Cell<i64>,
+}
+
+/// What a request needs besides method and params.
+#[derive(Default, Clone, Copy)]
+pub(super) struct RequestOptions<'a> {
+    /// `Mcp-Name` (tools/call).
+    pub(super) name: Option<&'a str>,
+    /// Tool input schema, for `Mcp-Param-*` (modern) headers.
+    pub(super) input_schema: Option<&'a Value>,
+    /// Caller's `_meta` to include.
+    pub(super) meta: Option<&'a Map<String, Value>>,
+    /// Receives notifications that precede the response.
+    pub(super) sink: NotificationSink<'a>,
+    /// Records the id of the attempt in flight (for `notifications/cancelled`).
+    pub(super) current_id: Option<&'a Cell<Option<i64>>>,
+    /// Adds up the body bytes of the replies read (a listing's budget across its pages).
+    pub(super) received: Option<&'a Cell<usize>>,
+    /// The call's W3C trace headers.
+    pub(super) trace: Option<&'a mcp_wire::trace::TraceHeaders>,
+}
+
+// What an upstream can make the proxy hold (it is trusted no more than a client).
+
+/// The `Mcp-Session-Id` sent back with every request of the session.
+const MAX_SESSION_ID_BYTES: usize = 1024;
+
+/// What the discovery probe found.
+struct Probed {
+    era: Era,
+    /// Meaningful for a modern upstream (a legacy one tells at `initialize`).
+    told: Handshake,
+}
+
+impl Connection {
+    pub(super) fn new(spec: UpstreamSpec) -> Self {
+        let connect_timeout = spec.timeout.min(Duration::from_secs(10));
+        Connection {
+            client: transport::Client::new(spec.url.clone(), spec.token.clone(), connect_timeout, &spec.network),
+            session: SharedSession::new(SessionState::new(spec.era_hint)),
+            spec,
+            init_lock: tokio::sync::Mutex::new(()),
+            next_id: Cell::new(1),
+        }
+    }
+
+    /// Runs `fut` within the upstream's timeout; a timeout states the real elapsed time.
+    pub(super) async fn with_timeout<T>(
+        &self,
+        fut: impl std::future::Future<Output = Result<T, UpstreamError>>,
+    ) -> Result<T, UpstreamError> {
+        let started = Instant::now();
+        match tokio::time::timeout(self.spec.timeout, fut).await {
+            Ok(r) => r,
+            Err(_) => Err(UpstreamError::Timeout {
+                elapsed: started.elapsed(),
+            }),
+        }
+    }
+
+    pub(super) fn fresh_id(&self) -> i64 {
+        let id = self.next_id.get();
+        self.next_id.set(id.wrapping_add(1));
+        id
+    }
+
+    /// The ready session, if there is one.
+    fn context(&self) -> Option<RequestContext> {
+        self.session.read(SessionState::context)
+    }
+
+    /// Fire-and-forget POST of a notification or a response within the current session
+    /// (nothing of a session when none is ready), bounded by `timeout`; failures are not
+    /// interesting to anyone.
+    pub(super) async fn post_in_session(&self, message: &Value, timeout: Duration) {
+        let ctx = self.context();
+        let envelope = ctx.as_ref().map_or(Envelope::Bare, RequestContext::envelope);
+        let what = Message {
+            method: message.get("method").and_then(Value::as_str),
+            ..Default::default()
+        };
+        let body = Bytes::from(message.to_string());
+        let send = self.client.post(envelope, what, body, None, 64 * 1024, None);
+        let _ = tokio::time::timeout(timeout.min(self.spec.timeout), send).await;
+    }
+
+    /// One request with the era and session rules: get ready if needed; on a lost session or
+    /// a changed era reset once and retry once. Returns the result and the session that gave it.
+    pub(super) async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        opts: RequestOptions<'_>,
+    ) -> Result<(Value, RequestContext), UpstreamError> {
+        let ctx = self.ensure_ready().await?;
+        match self.attempt(&ctx, method, params.clone(), opts).await {
+            Attempt::Done(r) => r.map(|v| (v, ctx)),
+            lost @ (Attempt::SessionLost | Attempt::EraChanged) => {
+                let forget_era = matches!(lost, Attempt::EraChanged);
+                log::info!(upstream = self.spec.label.as_str(), method = method, reprobe = forget_era; "upstream session lost, re-initializing");
+                self.spec
+                    .metrics
+                    .upstream_error_kind(&self.spec.label, UpstreamErrorKind::SessionReset);
+                let ctx = self.reset(ctx.generation, forget_era).await?;
+                match self.attempt(&ctx, method, params, opts).await {
+                    Attempt::Done(r) => r.map(|v| (v, ctx)),
+                    Attempt::SessionLost | Attempt::EraChanged => Err(UpstreamError::Http {
+                        status: 404,
+                        detail: "the upstream rejected a freshly initialized session".into(),
+                    }),
+                }
+            }
+        }
+    }
+
+    /// Sends the request once, in the session `ctx`.
+    async fn attempt(
+        &self,
+        ctx: &RequestContext,
+        method: &str,
+        params: Option<Value>,
+        opts: RequestOptions<'_>,
+    ) -> Attempt {
+        let id = self.fresh_id();
+        if let Some(c) = opts.current_id {
+            c.set(Some(id));
+        }
+        let rid = RequestId::Num(id);
+        let mut params = params;
+        match ctx.era() {
+            Era::Legacy => {
+                if let (Some(meta), Some(Value::Object(p))) = (opts.meta, params.as_mut()) {
+                    if !meta.is_empty() {
+                        p.insert("_meta".into(), Value::Object(meta.clone()));
+                    }
+                }
+            }
+            Era::Modern => {
+                let mut meta = opts.meta.cloned().unwrap_or_default();
+                meta.extend(modern::request_meta(CLIENT_NAME, env!("CARGO_PKG_VERSION")));
+                let p = params.get_or_insert_with(|| json!({}));
+                if let Value::Object(p) = p {
+                    p.insert("_meta".into(), Value::Object(meta));
+                }
+            }
+        }
+        let body = jsonrpc::request(&rid, method, params);
+        let message = Message {
+            method: Some(method),
+            name: opts.name,
+            mirror: opts.input_schema.zip(body.pointer("/params/arguments")),
+            idempotent: method != "tools/call",
+            trace: opts.trace,
+        };
+        let reply = match self
+            .client
+            .post(
+                ctx.envelope(),
+                message,
+                Bytes::from(body.to_string()),
+                Some(&rid),
+                self.spec.max_response_bytes,
+                opts.sink,
+            )
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => return Attempt::Done(Err(e)),
+        };
+        if let Some(received) = opts.received {
+            received.set(received.get() + reply.bytes);
+        }
+        classify::attempt(ctx.era(), ctx.session.has_session_id(), reply)
+    }
+
+    /// Gets ready unless ready; returns the session the caller works in. Waiting for a
+    /// handshake in flight and making one are bounded together by the upstream's timeout, so a
+    /// hung handshake ends (and frees the lock for the next one) within that time, whoever
+    /// started it.
+    pub(super) async fn ensure_ready(&self) -> Result<RequestContext, UpstreamError> {
+        if let Some(ctx) = self.context() {
+            return Ok(ctx);
+        }
+        self.with_timeout(async {
+            let _guard = self.init_lock.lock().await;
+            if let Some(ctx) = self.context() {
+                return Ok(ctx);
+            }
+            self.connect().await
+        })
+        .await
+    }
+
+    /// Drops the session of `generation` (and, if asked, the era) and connects anew, unless
+    /// another request already did so since. Bounded like [`Self::ensure_ready`].
+    async fn reset(&self, generation: u64, forget_era: bool) -> Result<RequestContext, UpstreamError> {
+        self.with_timeout(async {
+            let _guard = self.init_lock.lock().await;
+            if let Some(ctx) = self.session.update(|s| s.lost(generation, forget_era)) {
+                return Ok(ctx);
+            }
+            self.connect().await
+        })
+        .await
+    }
+
+    /// Probes the era unless the hint is legacy, then initializes a legacy upstream.
+    async fn connect(&self) -> Result<RequestContext, UpstreamError> {
+        let legacy_hint = self.session.read(SessionState::era) == Some(Era::Legacy);
+        let mut probed = if legacy_hint { None } else { Some(self.probe().await?) };
+        if probed.as_ref().is_none_or(|p| p.era == Era::Legacy) {
+            match self.initialize().await {
+                Ok(ctx) => return Ok(ctx),
+                // A legacy hint from the manifest may be stale: a refusal of `initialize`
+                // can mean the upstream moved to the modern era; probe and try again.
+                Err(e) if legacy_hint && e.may_mean_other_era() => {
+                    self.session.update(SessionState::forget_era);
+                    let p = self.probe().await?;
+                    if p.era == Era::Legacy {
+                        return self.initialize().await;
+                    }
+                    probed = Some(p);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let told = probed.map(|p| p.told).unwrap_or_default();
+        let ctx = self.session.update(|s| s.became_modern(told));
+        log::info!(upstream = self.spec.label.as_str(), era = "modern", protocol = modern::LATEST_MODERN, generation = ctx.generation; "upstream initialized");
+        Ok(ctx)
+    }
+
+    /// `server/discover` with the modern envelope: which era does the upstream speak?
+    async fn probe(&self) -> Result<Probed, UpstreamError> {
+        let id = RequestId::Num(self.fresh_id());
+        let params = json!({ "_meta": modern::request_meta(CLIENT_NAME, env!("CARGO_PKG_VERSION")) });
+        let body = jsonrpc::request(&id, "server/discover", Some(params));
+        let reply = match self
+            .post_handshake(Envelope::Modern, "server/discover", &body, Some(&id))
+            .await
+        {
+            Ok(r) => r,
+            // A 2xx reply that is not valid MCP (e.g. an SSE stream without an answer) is a
+            // legacy server that does not know the method; transport errors propagate.
+            Err(UpstreamError::InvalidReply(_)) => return Ok(self.probed(Era::Legacy, Handshake::default())),
+            Err(e) => return Err(e),
+        };
+        let rpc_error = reply.message.as_ref().and_then(transport::rpc_error_of);
+        let era = classify_probe(reply.status, reply.message.as_ref(), rpc_error.as_ref())?;
+        let told = reply
+            .message
+            .as_ref()
+            .and_then(|m| m.get("result"))
+            .map(Handshake::of)
+            .unwrap_or_default();
+        Ok(self.probed(era, told))
+    }
+
+    fn probed(&self, era: Era, told: Handshake) -> Probed {
+        self.session.update(|s| s.probed(era));
+        log::debug!(upstream = self.spec.label.as_str(), era = era.as_str(); "upstream era probed");
+        Probed { era, told }
+    }
+
+    /// One handshake message (probe, `initialize`, `notifications/initialized`) of `method`
+    /// in `envelope`; safe to resend on a stale pooled connection.
+    async fn post_handshake(
+        &self,
+        envelope: Envelope<'_>,
+        method: &str,
+        message: &Value,
+        expect_id: Option<&RequestId>,
+    ) -> Result<transport::Reply, UpstreamError> {
+        let what = Message {
+            method: Some(method),
+            idempotent: true,
+            ..Default::default()
+        };
+        let body = Bytes::from(message.to_string());
+        self.client
+            .post(envelope, what, body, expect_id, self.spec.max_response_bytes, None)
+            .await
+    }
+
+    /// `initialize` and `notifications/initialized`: a new legacy session.
+    async fn initialize(&self) -> Result<RequestContext, UpstreamError> {
+        let id = RequestId::Num(self.fresh_id());
+        let params = json!({
+            "protocolVersion": version::LATEST_LEGACY,
+            "capabilities": {},
+            "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
+        });
+        let body = jsonrpc::request(&id, "initialize", Some(params));
+        let reply = self
+            .post_handshake(Envelope::Bare, "initialize", &body, Some(&id))
+            .await?;
+        let session_id = reply.session_id.clone();
+        let rpc_error = reply.message.as_ref().and_then(transport::rpc_error_of);
+        let result = interpret(reply, rpc_error)?;
+        let negotiated = result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .ok_or_else(|| UpstreamError::InvalidReply("initialize result has no protocolVersion".into()))?
+            .to_string();
+        if !version::is_supported_legacy(&negotiated) {
+            return Err(UpstreamError::InvalidReply(format!(
+                "the upstream negotiated protocol version {negotiated}, which this proxy does not speak"
+            )));
+        }
+        if let Some(sid) = &session_id {
+            if sid.len() > MAX_SESSION_ID_BYTES {
+                return Err(UpstreamError::InvalidReply(format!(
+                    "Mcp-Session-Id is {} bytes, longer than the proxy's {MAX_SESSION_ID_BYTES}-byte limit",
+                    sid.len()
+                )));
+            }
+            if sid.is_empty() || !sid.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+                return Err(UpstreamError::InvalidReply(
+                    "Mcp-Session-Id is not visible ASCII".into(),
+                ));
+            }
+        }
+        let told = Handshake::of(&result);
+
+        // notifications/initialized completes the handshake.
+        let note = jsonrpc::notification("notifications/initialized", None);
+        let envelope = Envelope::Legacy {
+            session_id: session_id.as_deref(),
+            version: &negotiated,
+        };
+        let ack = self
+            .post_handshake(envelope, "notifications/initialized", &note, None)
+            .await?;
+        if !(200..300).contains(&ack.status) {
+            return Err(UpstreamError::Http {
+                status: ack.status,
+                detail: "notifications/initialized was refused".into(),
+            });
+        }
+
+        let sticky = session_id.is_some();
+        let ctx = self.session.update(|s| s.became_legacy(session_id, negotiated, told));
+        log::info!(
+            upstream = self.spec.label.as_str(),
+            era = "legacy",
+            protocol = ctx.session.protocol_version(),
+            session = if sticky { "sticky" } else { "stateless" },
+            generation = ctx.generation;
+            "upstream initialized"
+        );
+        Ok(ctx)
+    }
+}
