@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::closest_names;
+use super::names::closest_names;
 use crate::args::{self, Violation};
 use crate::catalog::resolve::{resolve, Resolution};
 use crate::catalog::Snapshot;
@@ -233,39 +233,6 @@ impl CallOutcome {
             _ => true,
         }
     }
-
-    /// The tool result the client gets: the relayed result as it is, else an `isError`
-    /// result whose structured error says which side failed and what to do.
-    pub fn into_result(self) -> Value {
-        let error = match self {
-            CallOutcome::Relayed { result, .. } => return result,
-            CallOutcome::Failed(f) => {
-                let msg = format!(
-                    "Upstream {:?} failed calling {}: {}. {}.",
-                    f.upstream, f.tool, f.error, f.advice
-                );
-                json!({"error": {"side": "upstream", "upstream": f.upstream, "tool": f.tool, "message": msg, "retryable": f.retryable}})
-            }
-            CallOutcome::Rejected { rejection, .. } => rejection.to_json(),
-            CallOutcome::UnknownTool { name, did_you_mean } => {
-                let mut msg =
-                    format!("Unknown tool {name:?}: no connected server offers it (the tool list was re-checked).");
-                if did_you_mean.is_empty() {
-                    msg.push_str(" Use mcp_search to find the right tool.");
-                } else {
-                    msg.push_str(&format!(
-                        " Closest names: {}. Use one of them, or mcp_search.",
-                        did_you_mean.join(", ")
-                    ));
-                }
-                json!({"error": {"side": "client", "message": msg, "did_you_mean": did_you_mean}})
-            }
-            CallOutcome::NoRoute { upstream, .. } => {
-                json!({"error": {"side": "proxy", "message": format!("no route to upstream {upstream:?}")}})
-            }
-        };
-        super::result(error, true)
-    }
 }
 
 /// Removes what belongs to the upstream's protocol envelope rather than to the tool result
@@ -299,45 +266,5 @@ mod tests {
         let mut r = json!({"content": [], "_meta": {"io.modelcontextprotocol/serverInfo": {}}});
         strip_envelope(&mut r);
         assert_eq!(r, json!({"content": []}));
-    }
-
-    #[test]
-    fn a_relayed_result_notes_repairs_and_whether_the_tool_failed() {
-        let out = CallOutcome::relayed("up", "t", json!({"content": [], "isError": true}), &["r".into()]);
-        assert!(out.is_error());
-        assert_eq!(
-            out.into_result(),
-            json!({"content": [], "isError": true, "_meta": {REPAIRS_META_KEY: ["r"]}})
-        );
-        let out = CallOutcome::relayed("up", "t", json!({"content": []}), &[]);
-        assert!(!out.is_error());
-        assert_eq!(out.into_result(), json!({"content": []}));
-    }
-
-    #[test]
-    fn a_failed_call_says_which_side_failed() {
-        let out = CallOutcome::Failed(UpstreamFailure {
-            upstream: "up".into(),
-            tool: "t".into(),
-            error: "timed out".into(),
-            advice: "retry later".into(),
-            retryable: true,
-            cancelled: false,
-        });
-        let r = out.into_result();
-        assert_eq!(r["isError"], true);
-        let e = &r["structuredContent"]["error"];
-        assert_eq!(e["side"], "upstream");
-        assert_eq!(e["retryable"], true);
-        assert_eq!(
-            e["message"],
-            "Upstream \"up\" failed calling t: timed out. retry later."
-        );
-        let r = CallOutcome::NoRoute {
-            upstream: "gone".into(),
-            tool: "t".into(),
-        }
-        .into_result();
-        assert_eq!(r["structuredContent"]["error"]["side"], "proxy");
     }
 }

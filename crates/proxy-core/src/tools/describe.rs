@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 
 use tool_search::model::CatalogTool;
 
-use super::closest_names;
+use super::names::closest_names;
 use super::request::DescribeRequest;
 use crate::catalog::Snapshot;
 

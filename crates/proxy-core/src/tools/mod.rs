@@ -4,6 +4,8 @@
 //!
 //! # Layout
 //!
+//! - [`definitions`]: the four tools' names, `tools/list` definitions and argument bounds;
+//!   [`names`]: checks of a client's tool name, and the closest names of an unknown one.
 //! - [`request`]: [`ToolRequest::parse`]: tool name + JSON arguments → [`ToolRequest`] or a
 //!   [`UsageError`] the model can act on. The only place the arguments' JSON is read.
 //! - [`search`]: `mcp_search` (lexical, or hybrid with the semantic arm's vectors passed in
@@ -19,157 +21,29 @@
 //! Errors the model can fix come back as `isError` results that say what to do next.
 
 pub mod call;
+pub mod definitions;
 pub mod describe;
+pub mod names;
 pub mod outcome;
 pub mod request;
 pub mod search;
 
-use serde_json::{json, Map, Value};
-
-use crate::catalog::ingest::{self, MAX_TOOL_NAME_CHARS};
-use crate::catalog::resolve::{resolve, suggest, Resolution};
-use crate::catalog::Snapshot;
-
 pub use call::{prepare, CallOutcome, Prepared, Rejection, UpstreamFailure, REPAIRS_META_KEY};
+pub use definitions::*;
 pub use describe::{describe, DescribeAnswer};
-pub use outcome::{RefreshOutcome, ToolOutcome};
+pub use names::{check_name, closest_names};
+pub use outcome::{result, usage_error, RefreshOutcome, ToolOutcome};
 pub use request::{CallRequest, DescribeRequest, SearchRequest, ToolKind, ToolRequest, UsageError};
 pub use search::{search, SearchAnswer, SearchVectors};
-
-pub const SEARCH: &str = "mcp_search";
-pub const DESCRIBE: &str = "mcp_describe";
-pub const CALL: &str = "mcp_call";
-pub const REFRESH: &str = "mcp_refresh";
-
-pub const DEFAULT_LIMIT: usize = 5;
-pub const MAX_LIMIT: usize = 25;
-pub const MAX_QUERIES: usize = 7;
-pub const MAX_DESCRIBE: usize = 10;
-/// Descriptions in search hits are clipped to this many characters.
-pub const HIT_DESCRIPTION_CHARS: usize = 500;
-/// Longest query, in characters: the search analyses no more (`search::MAX_QUERY_CHARS`), so
-/// a longer one is refused here rather than cut silently; the model learns to send the need,
-/// not the document.
-pub use tool_search::MAX_QUERY_CHARS;
-
-/// The `tools` array of `tools/list`, as JSON text (fixed, byte-stable).
-pub fn definitions() -> Value {
-    json!([
-        {
-            "name": SEARCH,
-            "description": "Find tools across all connected MCP servers. Workflow: mcp_search -> mcp_describe (full schema) -> mcp_call. Hits list each tool's name, source, description and required parameters; if those suffice, call it directly. An empty result means no such tool exists: rephrase or pick another source.",
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "query": {
-                        "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "maxItems": MAX_QUERIES}],
-                        "description": "What you want to do, in keywords or words (e.g. \"send email\"); or a list of up to 7 queries, each answered separately."
-                    },
-                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}
-                },
-                "required": ["query"]
-            },
-            "annotations": {"readOnlyHint": true}
-        },
-        {
-            "name": DESCRIBE,
-            "description": "Get the full definitions (inputSchema, outputSchema, annotations) of up to 10 tools by exact name, before calling them.",
-            "inputSchema": {
-                "type": "object",
-                "properties": {"names": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_DESCRIBE}},
-                "required": ["names"]
-            },
-            "annotations": {"readOnlyHint": true}
-        },
-        {
-            "name": CALL,
-            "description": "Call a tool by its exact name with arguments that match its inputSchema. Use a name from mcp_search; when unsure of the arguments, mcp_describe it first.",
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string"},
-                    "arguments": {"type": "object", "description": "The tool's arguments."}
-                },
-                "required": ["name"]
-            }
-        },
-        {
-            "name": REFRESH,
-            "description": "Re-list the tools of all upstream servers and rebuild the search index. Only needed when tools were added upstream since the last refresh.",
-            "inputSchema": {"type": "object", "properties": {}}
-        }
-    ])
-}
-
-/// A tool result: `content` with one text block, plus `structuredContent`.
-pub fn result(structured: Value, is_error: bool) -> Value {
-    let text = structured.to_string();
-    let mut m = Map::new();
-    m.insert("content".into(), json!([{"type": "text", "text": text}]));
-    m.insert("structuredContent".into(), structured);
-    if is_error {
-        m.insert("isError".into(), Value::Bool(true));
-    }
-    Value::Object(m)
-}
-
-/// An `isError` result for a mistake in the call that the model can correct.
-pub fn usage_error(message: impl Into<String>) -> Value {
-    result(json!({"error": {"side": "client", "message": message.into()}}), true)
-}
-
-/// A tool name a client sent, checked before any work is done for it: not longer than any
-/// admitted name, and free of control and invisible characters (admitted names have none, so
-/// such a name can only be a mistake or an attempt to smuggle text into logs and replies).
-pub fn check_name(name: &str) -> Result<(), String> {
-    if name.len() > MAX_TOOL_NAME_CHARS && name.chars().nth(MAX_TOOL_NAME_CHARS).is_some() {
-        return Err(format!(
-            "tool name is {} characters long; no tool name is longer than {MAX_TOOL_NAME_CHARS}. Use a name from mcp_search",
-            name.chars().count()
-        ));
-    }
-    if name.chars().any(ingest::is_hidden) {
-        return Err(
-            "tool name contains control or invisible characters; use a name exactly as mcp_search returned it".into(),
-        );
-    }
-    Ok(())
-}
-
-/// Up to three catalog names close to a name that does not exist: one typo away, then what
-/// a search for the name finds. Suggested, never run.
-pub fn closest_names(snap: &Snapshot, name: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    if let Resolution::Repaired { index, .. } = resolve(snap, name) {
-        out.push(snap.tools[index].tool.name.clone());
-    }
-    for i in suggest(snap, name, 3) {
-        let n = &snap.tools[i].tool.name;
-        if out.len() < 3 && !out.contains(n) {
-            out.push(n.clone());
-        }
-    }
-    for h in snap.index.search(name, 3) {
-        if let Some(t) = snap.tools.get(h.doc) {
-            if out.len() < 3 && !out.contains(&t.tool.name) {
-                out.push(t.tool.name.clone());
-            }
-        }
-    }
-    out
-}
-
-/// Whether `name` is a pinned upstream tool, called natively by its name.
-pub fn is_pinned(snap: &Snapshot, name: &str) -> bool {
-    snap.pinned.iter().any(|&i| snap.tools[i].tool.name == name)
-}
 
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
+    use serde_json::{json, Value};
+
     use super::*;
-    use crate::catalog::UpstreamState;
+    use crate::catalog::{Snapshot, UpstreamState};
     use mcp_wire::types::Tool;
 
     fn snap() -> Arc<Snapshot> {

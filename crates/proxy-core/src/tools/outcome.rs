@@ -2,13 +2,30 @@
 //! [`ToolOutcome`], metrics and retrieval telemetry read it, and the HTTP layer turns it into
 //! the MCP tool result ([`ToolOutcome::into_result`]) at the very end.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::call::CallOutcome;
 use super::describe::DescribeAnswer;
 use super::request::UsageError;
 use super::search::SearchAnswer;
 use crate::catalog::report::{RefreshFailure, RefreshReport};
+
+/// A tool result: `content` with one text block, plus `structuredContent`.
+pub fn result(structured: Value, is_error: bool) -> Value {
+    let text = structured.to_string();
+    let mut m = Map::new();
+    m.insert("content".into(), json!([{"type": "text", "text": text}]));
+    m.insert("structuredContent".into(), structured);
+    if is_error {
+        m.insert("isError".into(), Value::Bool(true));
+    }
+    Value::Object(m)
+}
+
+/// An `isError` result for a mistake in the call that the model can correct.
+pub fn usage_error(message: impl Into<String>) -> Value {
+    result(json!({"error": {"side": "client", "message": message.into()}}), true)
+}
 
 /// The outcome of one call of the proxy's tools.
 #[derive(Debug)]
@@ -47,22 +64,103 @@ impl ToolOutcome {
     /// result is the upstream's, as relayed.
     pub fn into_result(self) -> Value {
         match self {
-            ToolOutcome::Search(answer) => super::result(answer.to_json(), false),
-            ToolOutcome::Describe(answer) => super::result(answer.to_json(), false),
+            ToolOutcome::Search(answer) => result(answer.to_json(), false),
+            ToolOutcome::Describe(answer) => result(answer.to_json(), false),
             ToolOutcome::Call(outcome) => outcome.into_result(),
             ToolOutcome::Refresh(RefreshOutcome::Done(report)) => {
-                super::result(serde_json::to_value(&report).unwrap_or(Value::Null), false)
+                result(serde_json::to_value(&report).unwrap_or(Value::Null), false)
             }
             ToolOutcome::Refresh(RefreshOutcome::Failed(failure)) => {
                 let mut v = serde_json::to_value(&failure).unwrap_or(Value::Null);
                 v["side"] = Value::from("upstream");
-                super::result(json!({"error": v}), true)
+                result(json!({"error": v}), true)
             }
-            ToolOutcome::Refresh(RefreshOutcome::CatalogGone) => super::result(
+            ToolOutcome::Refresh(RefreshOutcome::CatalogGone) => result(
                 json!({"error": {"side": "proxy", "message": "the catalog is shutting down"}}),
                 true,
             ),
-            ToolOutcome::Usage(e) => super::usage_error(e.message),
+            ToolOutcome::Usage(e) => usage_error(e.message),
         }
+    }
+}
+
+impl CallOutcome {
+    /// The tool result the client gets: the relayed result as it is, else an `isError`
+    /// result whose structured error says which side failed and what to do.
+    pub fn into_result(self) -> Value {
+        let error = match self {
+            CallOutcome::Relayed { result, .. } => return result,
+            CallOutcome::Failed(f) => {
+                let msg = format!(
+                    "Upstream {:?} failed calling {}: {}. {}.",
+                    f.upstream, f.tool, f.error, f.advice
+                );
+                json!({"error": {"side": "upstream", "upstream": f.upstream, "tool": f.tool, "message": msg, "retryable": f.retryable}})
+            }
+            CallOutcome::Rejected { rejection, .. } => rejection.to_json(),
+            CallOutcome::UnknownTool { name, did_you_mean } => {
+                let mut msg =
+                    format!("Unknown tool {name:?}: no connected server offers it (the tool list was re-checked).");
+                if did_you_mean.is_empty() {
+                    msg.push_str(" Use mcp_search to find the right tool.");
+                } else {
+                    msg.push_str(&format!(
+                        " Closest names: {}. Use one of them, or mcp_search.",
+                        did_you_mean.join(", ")
+                    ));
+                }
+                json!({"error": {"side": "client", "message": msg, "did_you_mean": did_you_mean}})
+            }
+            CallOutcome::NoRoute { upstream, .. } => {
+                json!({"error": {"side": "proxy", "message": format!("no route to upstream {upstream:?}")}})
+            }
+        };
+        result(error, true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::call::{UpstreamFailure, REPAIRS_META_KEY};
+
+    #[test]
+    fn a_relayed_result_notes_repairs_and_whether_the_tool_failed() {
+        let out = CallOutcome::relayed("up", "t", json!({"content": [], "isError": true}), &["r".into()]);
+        assert!(out.is_error());
+        assert_eq!(
+            out.into_result(),
+            json!({"content": [], "isError": true, "_meta": {REPAIRS_META_KEY: ["r"]}})
+        );
+        let out = CallOutcome::relayed("up", "t", json!({"content": []}), &[]);
+        assert!(!out.is_error());
+        assert_eq!(out.into_result(), json!({"content": []}));
+    }
+
+    #[test]
+    fn a_failed_call_says_which_side_failed() {
+        let out = CallOutcome::Failed(UpstreamFailure {
+            upstream: "up".into(),
+            tool: "t".into(),
+            error: "timed out".into(),
+            advice: "retry later".into(),
+            retryable: true,
+            cancelled: false,
+        });
+        let r = out.into_result();
+        assert_eq!(r["isError"], true);
+        let e = &r["structuredContent"]["error"];
+        assert_eq!(e["side"], "upstream");
+        assert_eq!(e["retryable"], true);
+        assert_eq!(
+            e["message"],
+            "Upstream \"up\" failed calling t: timed out. retry later."
+        );
+        let r = CallOutcome::NoRoute {
+            upstream: "gone".into(),
+            tool: "t".into(),
+        }
+        .into_result();
+        assert_eq!(r["structuredContent"]["error"]["side"], "proxy");
     }
 }

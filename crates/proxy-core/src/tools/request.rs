@@ -9,7 +9,8 @@
 
 use serde_json::{Map, Value};
 
-use super::{check_name, CALL, DEFAULT_LIMIT, DESCRIBE, MAX_DESCRIBE, MAX_LIMIT, MAX_QUERIES, REFRESH, SEARCH};
+use super::definitions::{CALL, DEFAULT_LIMIT, DESCRIBE, MAX_DESCRIBE, MAX_LIMIT, MAX_QUERIES, REFRESH, SEARCH};
+use super::names::check_name;
 use tool_search::MAX_QUERY_CHARS;
 
 /// Which tool a request is for: one of the four, or a pinned upstream tool called by its own

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::definitions::HIT_DESCRIPTION_CHARS;
 use super::request::SearchRequest;
-use super::HIT_DESCRIPTION_CHARS;
 use crate::catalog::snapshot::clip;
 use crate::catalog::Snapshot;
 
