@@ -1,4 +1,4 @@
-//! Shared harness of `tests/transport_matrix.rs`, `tests/litellm.rs` and `tests/real_peers.rs`: real SDK upstreams and
+//! Shared harness of `tests/transport_matrix.rs`, `tests/litellm.rs`, `tests/real_peers.rs` and `tests/playwright.rs`: real SDK upstreams and
 //! clients as bounded subprocesses, an in-process proxy in front of them, and the shared
 //! assertions over a client flow's summary.
 //!
