@@ -8,12 +8,17 @@
 #                            @modelcontextprotocol/node 2.1.2 (TS SDK 2.x), express, zod
 #   .venv-litellm/           Python venv: litellm[proxy]==1.108.7 (a real LiteLLM MCP gateway for
 #                            tests/litellm.rs and scripts/litellm-stack.sh), dependencies pinned
+#   Playwright MCP           scripts/install-playwright.sh: Debian chromium (apt, only when missing)
+#                            and tests/peers/playwright/node_modules (@playwright/mcp 0.0.83, no
+#                            browser download) for tests/playwright.rs
 # Idempotent: each part writes a stamp keyed on its pins and is skipped while the stamp matches
 # and the install still imports. FORCE=1 reinstalls all of them.
 #
 # Needs: python3 >= 3.10 with pip (venv module, or virtualenv as a fallback), node >= 20, npm.
 # Environment: PYTHON (default python3), FORCE=1, LITELLM=0 (skip LiteLLM: ~60-90 s and ~750 MB;
-# tests/litellm.rs then skips, or fails under REQUIRE_PEERS=1).
+# tests/litellm.rs then skips, or fails under REQUIRE_PEERS=1), PLAYWRIGHT=0 (skip Playwright MCP:
+# apt's chromium is ~35-100 s and ~350 MB; tests/playwright.rs then skips, or fails under
+# REQUIRE_PEERS=1).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -351,3 +356,5 @@ install_litellm() {
 install_python
 install_node
 install_litellm
+# Its own script (apt needs root when chromium is missing; it takes its own lock).
+"$ROOT/scripts/install-playwright.sh"

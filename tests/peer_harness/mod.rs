@@ -1,4 +1,4 @@
-//! Shared harness of `tests/transport_matrix.rs`, `tests/litellm.rs` and `tests/real_peers.rs`: real SDK upstreams and
+//! Shared harness of `tests/transport_matrix.rs`, `tests/litellm.rs`, `tests/real_peers.rs` and `tests/playwright.rs`: real SDK upstreams and
 //! clients as bounded subprocesses, an in-process proxy in front of them, and the shared
 //! assertions over a client flow's summary.
 //!
@@ -56,6 +56,16 @@ pub fn node() -> PathBuf {
     PathBuf::from("node")
 }
 
+/// Playwright MCP's command line script (`node` runs it).
+pub fn playwright_cli() -> PathBuf {
+    repo_root().join("tests/peers/playwright/node_modules/@playwright/mcp/cli.js")
+}
+
+/// The browser Playwright MCP drives: `PLAYWRIGHT_CHROMIUM`, else Debian's `/usr/bin/chromium`.
+pub fn chromium() -> PathBuf {
+    std::env::var_os("PLAYWRIGHT_CHROMIUM").map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from)
+}
+
 // ------------------------------------------------------------------------------------ peers
 
 /// Something a test needs installed.
@@ -67,6 +77,9 @@ pub enum Peer {
     Node,
     /// `.venv-litellm/bin/litellm` (`litellm[proxy]==1.108.7`).
     LiteLlm,
+    /// `node` with `tests/peers/playwright/node_modules/@playwright/mcp` (0.0.83) and Debian's
+    /// `chromium` ([`chromium`]), both from `scripts/install-playwright.sh`.
+    Playwright,
 }
 
 impl Peer {
@@ -80,6 +93,7 @@ impl Peer {
                 .map(|p| nm.join(p).join("package.json"))
                 .collect(),
             Peer::LiteLlm => vec![root.join(".venv-litellm/bin/litellm")],
+            Peer::Playwright => vec![playwright_cli(), chromium()],
         }
     }
 
@@ -88,7 +102,7 @@ impl Peer {
         if let Some(m) = self.markers().into_iter().find(|m| !m.exists()) {
             return Some(format!("{} is missing", m.display()));
         }
-        if self == Peer::Node {
+        if matches!(self, Peer::Node | Peer::Playwright) {
             let out = Command::new("node").arg("--version").stdin(Stdio::null()).output();
             if !out.as_ref().is_ok_and(|o| o.status.success()) {
                 return Some("`node --version` failed (Node.js >= 20 must be on PATH)".into());
