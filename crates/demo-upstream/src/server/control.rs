@@ -1,5 +1,6 @@
 //! [`UpstreamControl`]: what a test switches while the server runs (outages, expired sessions,
-//! tool changes, slow calls and listings), and the [`Stats`] of what the server has seen.
+//! tool changes, slow calls and listings, listings held at a gate), and the [`Stats`] of what the
+//! server has seen.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -107,5 +108,18 @@ impl UpstreamControl {
     /// Makes every `tools/list` page wait this long before its response is sent.
     pub fn set_list_delay(&self, delay: Duration) {
         self.shared.lock().list_delay = delay;
+    }
+
+    /// Closes the list gate: from now on every `tools/list` request is counted and answered as
+    /// usual, but nothing of its answer is sent until [`UpstreamControl::open_list_gate`]. A test
+    /// that needs a listing in flight until it has done something else closes it, instead of
+    /// guessing a delay long enough.
+    pub fn close_list_gate(&self) {
+        self.shared.list_gate.send_replace(false);
+    }
+
+    /// Opens the list gate: the held `tools/list` answers go out, and later ones are not held.
+    pub fn open_list_gate(&self) {
+        self.shared.list_gate.send_replace(true);
     }
 }

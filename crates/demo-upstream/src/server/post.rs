@@ -1,8 +1,6 @@
 //! `POST /mcp`: the checks in the order the module docs of `server` give, then `initialize`,
 //! `ping`, `tools/list` (paged) and `tools/call` (the tool run by `crate::tools`).
 
-use std::time::Duration;
-
 use actix_web::http::header;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -142,10 +140,8 @@ fn initialize(req: &HttpRequest, shared: &Shared, params: &Value) -> Result<Repl
         result["instructions"] = json!(instructions);
     }
     Ok(Reply {
-        outcome: Ok(result),
         new_session,
-        delay: Duration::ZERO,
-        progress_token: None,
+        ..Reply::now(Ok(result))
     })
 }
 
@@ -160,6 +156,7 @@ fn dispatch(req: &HttpRequest, shared: &Shared, session: Option<&str>, method: &
             let delay = shared.lock().list_delay;
             Reply {
                 delay,
+                gated: true,
                 ..Reply::now(list_tools(shared, params))
             }
         }
@@ -223,9 +220,8 @@ fn call_tool(req: &HttpRequest, shared: &Shared, session: Option<&str>, params: 
     };
     let result = crate::tools::call(definition, &arguments, counter);
     Reply {
-        outcome: Ok(result),
-        new_session: None,
         delay,
         progress_token: params.get("_meta").and_then(|m| m.get("progressToken")).cloned(),
+        ..Reply::now(Ok(result))
     }
 }

@@ -20,8 +20,10 @@ pub(super) struct Reply {
     pub(super) outcome: Result<Value, RpcError>,
     /// Set on a stateful `initialize`.
     pub(super) new_session: Option<String>,
-    /// Set on `tools/call`: wait this long before the response.
+    /// Set on `tools/call` and `tools/list`: wait this long before the response.
     pub(super) delay: Duration,
+    /// Set on `tools/list`: nothing is sent while the list gate is closed.
+    pub(super) gated: bool,
     /// Set on a `tools/call` that carried a progress token: in SSE mode, progress
     /// notifications are sent while the delay runs.
     pub(super) progress_token: Option<Value>,
@@ -33,6 +35,7 @@ impl Reply {
             outcome,
             new_session: None,
             delay: Duration::ZERO,
+            gated: false,
             progress_token: None,
         }
     }
@@ -40,6 +43,9 @@ impl Reply {
 
 /// Frames a [`Reply`] as one JSON body or as an SSE stream.
 pub(super) async fn respond(shared: &Shared, id: Value, reply: Reply) -> HttpResponse {
+    if reply.gated {
+        shared.list_gate_open().await;
+    }
     let envelope = match reply.outcome {
         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
         Err(error) => json!({

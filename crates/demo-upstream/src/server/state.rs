@@ -35,6 +35,9 @@ pub(super) struct Shared {
     pub(super) state: Mutex<State>,
     /// Numbers SSE streams, so event ids are unique across the server's lifetime.
     pub(super) next_stream: AtomicU64,
+    /// The list gate: open (`true`) unless a test closed it; while closed, `tools/list`
+    /// answers are held (see [`super::UpstreamControl::close_list_gate`]).
+    pub(super) list_gate: tokio::sync::watch::Sender<bool>,
 }
 
 /// What changes while the server runs: tools, sessions, fault switches, counters.
@@ -74,7 +77,15 @@ impl Shared {
                 ..State::default()
             }),
             next_stream: AtomicU64::new(1),
+            list_gate: tokio::sync::watch::channel(true).0,
         }
+    }
+
+    /// Returns once the list gate is open: at once unless a test closed it.
+    pub(super) async fn list_gate_open(&self) {
+        let mut gate = self.list_gate.subscribe();
+        // The sender lives as long as `self`, so the wait cannot fail.
+        let _ = gate.wait_for(|open| *open).await;
     }
 
     /// A panicking test thread must not wedge the server, so poisoning is ignored.
