@@ -195,142 +195,25 @@ impl Config {
     }
 
     /// Builds the configuration from a variable lookup (empty values count as unset).
+    ///
+    /// Variables are checked in a fixed order and the first error is the one reported.
     pub fn from_lookup(get: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let get = |k: &str| get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
-        let timeout = match get(UPSTREAM_TIMEOUT_SEC) {
-            Some(v) => Duration::from_secs(parse_positive(UPSTREAM_TIMEOUT_SEC, &v)?),
-            None => DEFAULT_TIMEOUT,
-        };
-        let a11y_timeout = match get(UPSTREAM_TIMEOUT_A11Y) {
-            Some(v) => Duration::from_secs(parse_positive(UPSTREAM_TIMEOUT_A11Y, &v)?),
-            None => DEFAULT_A11Y_TIMEOUT,
-        };
-        let master_key = get(LITELLM_MASTER_KEY);
-        if let Some(k) = &master_key {
-            check_header_token(LITELLM_MASTER_KEY, "the key", k)?;
-        }
-
-        let raw: Vec<(Option<String>, String, Option<String>, &'static str)> = if let Some(list) = get(UPSTREAMS) {
-            split_list(&list)
-                .map(|entry| {
-                    let (url_part, token) = match entry.split_once('|') {
-                        Some((u, t)) => (u.trim(), Some(t.trim().to_string()).filter(|t| !t.is_empty())),
-                        None => (entry, None),
-                    };
-                    let (label, url) = split_label(url_part);
-                    (label, url.to_string(), token, UPSTREAMS)
-                })
-                .collect()
-        } else if let Some(list) = get(UPSTREAM_URLS) {
-            let tokens: Vec<String> = get(UPSTREAM_TOKENS)
-                .map(|t| t.split(',').map(|s| s.trim().to_string()).collect())
-                .unwrap_or_default();
-            split_list(&list)
-                .enumerate()
-                .map(|(i, u)| {
-                    let (label, url) = split_label(u);
-                    let token = tokens.get(i).cloned().filter(|t| !t.is_empty());
-                    (label, url.to_string(), token, UPSTREAM_URLS)
-                })
-                .collect()
-        } else {
-            return Err(err(
-                UPSTREAMS,
-                "no upstream configured: set UPSTREAMS=url|token,... (or run `mcp-search-proxy demo`)",
-            ));
-        };
-        if raw.is_empty() {
-            return Err(err(UPSTREAMS, "the list is empty"));
-        }
-
-        let mut upstreams: Vec<UpstreamConfig> = Vec::new();
-        for (i, (label, url, token, var)) in raw.into_iter().enumerate() {
-            validate_url(var, i, &url)?;
-            if upstreams.iter().any(|u| u.url == url) {
-                return Err(err(var, format!("{} is listed twice", proxy_core::redact::url(&url))));
-            }
-            if let Some(t) = &token {
-                check_header_token(var, &format!("the token of entry {}", i + 1), t)?;
-            }
-            // The master key goes only where the host itself is a LiteLLM.
-            let token = token.or_else(|| {
-                if proxy_core::redact::host(&url).to_ascii_lowercase().contains("litellm") {
-                    master_key.clone()
-                } else {
-                    None
-                }
-            });
-            let timeout = if url.contains("a11y") { a11y_timeout } else { timeout };
-            let mut label = label.unwrap_or_else(|| derive_label(&url, i));
-            if upstreams.iter().any(|u| u.label == label) {
-                let base = label.clone();
-                let mut n = 2;
-                while upstreams.iter().any(|u| u.label == label) {
-                    label = format!("{base}{n}");
-                    n += 1;
-                }
-            }
-            upstreams.push(UpstreamConfig {
-                label,
-                url,
-                token,
-                timeout,
-            });
-        }
-
+        let upstreams = upstreams(&get)?;
         let catalog_ttl = match get(CATALOG_TTL_SEC) {
             None => Some(DEFAULT_TTL),
-            Some(v) => match v.parse::<u64>() {
-                Ok(0) => None,
-                Ok(n) => Some(Duration::from_secs(n)),
-                Err(_) => {
-                    return Err(err(
-                        CATALOG_TTL_SEC,
-                        format!("{v:?} is not a whole number of seconds (0 disables)"),
-                    ))
-                }
-            },
+            Some(v) => Some(whole_seconds(CATALOG_TTL_SEC, &v)?).filter(|ttl| !ttl.is_zero()),
         };
         let port = parse_port(get(PORT))?;
         let client_tokens = client_tokens(get(PROXY_TOKENS), get(PROXY_TOKENS_FILE))?;
         let allow_unauthenticated = parse_bool(ALLOW_UNAUTHENTICATED, get(ALLOW_UNAUTHENTICATED))?;
-        let open = !client_tokens.is_empty() || allow_unauthenticated;
-        // Without client tokens the proxy (which holds every upstream credential) is reachable
-        // from this machine only, unless the operator says otherwise.
-        let bind_addr = get(BIND_ADDR).unwrap_or_else(|| if open { "0.0.0.0" } else { "127.0.0.1" }.into());
-        let loopback =
-            bind_addr == "localhost" || bind_addr.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
-        if bind_addr.parse::<std::net::IpAddr>().is_err() && bind_addr != "localhost" {
-            return Err(err(BIND_ADDR, format!("{bind_addr:?} is not an IP address")));
-        }
-        if !loopback && !open {
-            return Err(err(
-                BIND_ADDR,
-                format!(
-                    "{bind_addr} is reachable from other machines, but no client token is configured: set {PROXY_TOKENS} (or {PROXY_TOKENS_FILE}), or {ALLOW_UNAUTHENTICATED}=true if another layer authenticates clients"
-                ),
-            ));
-        }
-        let seconds = |var: &'static str, default: Duration| -> Result<Duration, ConfigError> {
-            match get(var) {
-                None => Ok(default),
-                Some(v) => Ok(Duration::from_secs(parse_positive(var, &v)?)),
-            }
-        };
-        let body_timeout = seconds(BODY_TIMEOUT_SEC, DEFAULT_BODY_TIMEOUT)?;
-        let shutdown_grace = seconds(SHUTDOWN_GRACE_SEC, DEFAULT_SHUTDOWN_GRACE)?;
-        let max_connections = match get(MAX_CONNECTIONS) {
-            None => DEFAULT_MAX_CONNECTIONS,
-            Some(v) => parse_positive(MAX_CONNECTIONS, &v)? as usize,
-        };
+        let bind_addr = bind_addr(get(BIND_ADDR), !client_tokens.is_empty() || allow_unauthenticated)?;
+        let body_timeout = positive_seconds(&get, BODY_TIMEOUT_SEC, DEFAULT_BODY_TIMEOUT)?;
+        let shutdown_grace = positive_seconds(&get, SHUTDOWN_GRACE_SEC, DEFAULT_SHUTDOWN_GRACE)?;
+        let max_connections = positive_count(&get, MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS)?;
         let refresh_min_interval = match get(REFRESH_MIN_INTERVAL_SEC) {
             None => proxy_actors::catalog::DEFAULT_MIN_REFRESH_INTERVAL,
-            Some(v) => Duration::from_secs(v.parse::<u64>().map_err(|_| {
-                err(
-                    REFRESH_MIN_INTERVAL_SEC,
-                    format!("{v:?} is not a whole number of seconds (0 disables)"),
-                )
-            })?),
+            Some(v) => whole_seconds(REFRESH_MIN_INTERVAL_SEC, &v)?,
         };
         let allowed_origins = get(ALLOWED_ORIGINS)
             .map(|v| {
@@ -339,53 +222,20 @@ impl Config {
                     .collect()
             })
             .unwrap_or_default();
-        let max_body_bytes = match get(MAX_BODY_BYTES) {
-            None => DEFAULT_MAX_BODY,
-            Some(v) => parse_positive(MAX_BODY_BYTES, &v)? as usize,
-        };
-        let max_result_bytes = match get(MAX_RESULT_BYTES) {
-            None => DEFAULT_MAX_RESULT,
-            Some(v) => parse_positive(MAX_RESULT_BYTES, &v)? as usize,
-        };
+        let max_body_bytes = positive_count(&get, MAX_BODY_BYTES, DEFAULT_MAX_BODY)?;
+        let max_result_bytes = positive_count(&get, MAX_RESULT_BYTES, DEFAULT_MAX_RESULT)?;
         let log_level = parse_log_level(get(LOG_LEVEL))?;
         let log_format = parse_log_format(get(LOG_FORMAT), LogFormat::Json)?;
-        let patterns = |var: &'static str| -> Result<Vec<String>, ConfigError> {
-            let list: Vec<String> = get(var)
-                .map(|v| split_list(&v).map(str::to_string).collect())
-                .unwrap_or_default();
-            for p in &list {
-                let body = p.strip_prefix("source:").unwrap_or(p);
-                if body.is_empty() || body.contains(char::is_whitespace) {
-                    return Err(err(
-                        var,
-                        format!("{p:?} is not a glob pattern (e.g. gmail-*, *delete*, source:github)"),
-                    ));
-                }
-            }
-            Ok(list)
-        };
         let read_only = parse_bool(READ_ONLY, get(READ_ONLY))?;
         let metrics_public = parse_bool(METRICS_PUBLIC, get(METRICS_PUBLIC))?;
         let policy = proxy_core::policy::Policy {
-            allow: patterns(TOOLS_ALLOW)?,
-            deny: patterns(TOOLS_DENY)?,
+            allow: patterns(&get, TOOLS_ALLOW)?,
+            deny: patterns(&get, TOOLS_DENY)?,
             read_only,
-            pinned: patterns(PINNED_TOOLS)?,
+            pinned: patterns(&get, PINNED_TOOLS)?,
         };
-        let listing_max_chars = match get(LISTING_MAX_CHARS) {
-            None => DEFAULT_LISTING_MAX_CHARS,
-            Some(v) => parse_positive(LISTING_MAX_CHARS, &v)? as usize,
-        };
-        let upstream_ca = get(UPSTREAM_CA_FILE)
-            .map(|path| {
-                upstream_http::tls::CaFile::load(std::path::Path::new(&path)).map_err(|m| {
-                    err(
-                        UPSTREAM_CA_FILE,
-                        format!("{m}; it must be a PEM file of the CA certificate(s) that signed the upstreams' certificates"),
-                    )
-                })
-            })
-            .transpose()?;
+        let listing_max_chars = positive_count(&get, LISTING_MAX_CHARS, DEFAULT_LISTING_MAX_CHARS)?;
+        let upstream_ca = get(UPSTREAM_CA_FILE).map(|path| upstream_ca(&path)).transpose()?;
         // `Egress` owns the names and applies the lower-case-wins rule (empty = unset, as here).
         let egress = upstream_http::egress::Egress::from_lookup(&|k| get(k)).map_err(|e| err(e.var, e.message))?;
         Ok(Config {
@@ -413,6 +263,191 @@ impl Config {
             embed_model: get(EMBED_MODEL).map(PathBuf::from),
         })
     }
+}
+
+/// A variable lookup whose values are trimmed, empty ones counting as unset.
+type Lookup<'a> = dyn Fn(&str) -> Option<String> + 'a;
+
+/// One entry of `UPSTREAMS` or `UPSTREAM_URLS`, before it is checked.
+struct UpstreamEntry {
+    /// The `label=` prefix, when given.
+    label: Option<String>,
+    url: String,
+    token: Option<String>,
+    /// The variable the entry came from (for errors).
+    var: &'static str,
+}
+
+/// The upstreams: their list (`UPSTREAMS`, else `UPSTREAM_URLS` with `UPSTREAM_TOKENS`), each
+/// checked and given its label, token (or the LiteLLM master key) and timeout.
+fn upstreams(get: &Lookup) -> Result<Vec<UpstreamConfig>, ConfigError> {
+    let timeout = positive_seconds(get, UPSTREAM_TIMEOUT_SEC, DEFAULT_TIMEOUT)?;
+    let a11y_timeout = positive_seconds(get, UPSTREAM_TIMEOUT_A11Y, DEFAULT_A11Y_TIMEOUT)?;
+    let master_key = get(LITELLM_MASTER_KEY);
+    if let Some(k) = &master_key {
+        check_header_token(LITELLM_MASTER_KEY, "the key", k)?;
+    }
+    let entries = upstream_entries(get)?;
+    if entries.is_empty() {
+        return Err(err(UPSTREAMS, "the list is empty"));
+    }
+    let mut upstreams: Vec<UpstreamConfig> = Vec::new();
+    for (i, UpstreamEntry { label, url, token, var }) in entries.into_iter().enumerate() {
+        validate_url(var, i, &url)?;
+        if upstreams.iter().any(|u| u.url == url) {
+            return Err(err(var, format!("{} is listed twice", proxy_core::redact::url(&url))));
+        }
+        if let Some(t) = &token {
+            check_header_token(var, &format!("the token of entry {}", i + 1), t)?;
+        }
+        // The master key goes only where the host itself is a LiteLLM.
+        let token = token.or_else(|| {
+            if proxy_core::redact::host(&url).to_ascii_lowercase().contains("litellm") {
+                master_key.clone()
+            } else {
+                None
+            }
+        });
+        let timeout = if url.contains("a11y") { a11y_timeout } else { timeout };
+        let label = unique_label(&upstreams, label.unwrap_or_else(|| derive_label(&url, i)));
+        upstreams.push(UpstreamConfig {
+            label,
+            url,
+            token,
+            timeout,
+        });
+    }
+    Ok(upstreams)
+}
+
+/// The entries of `UPSTREAMS` (`[label=]url[|token]`, comma-separated), or else of
+/// `UPSTREAM_URLS` with the tokens of `UPSTREAM_TOKENS` by position; an error when neither is
+/// set.
+fn upstream_entries(get: &Lookup) -> Result<Vec<UpstreamEntry>, ConfigError> {
+    if let Some(list) = get(UPSTREAMS) {
+        return Ok(split_list(&list)
+            .map(|entry| {
+                let (url_part, token) = match entry.split_once('|') {
+                    Some((u, t)) => (u.trim(), Some(t.trim().to_string()).filter(|t| !t.is_empty())),
+                    None => (entry, None),
+                };
+                let (label, url) = split_label(url_part);
+                UpstreamEntry {
+                    label,
+                    url: url.to_string(),
+                    token,
+                    var: UPSTREAMS,
+                }
+            })
+            .collect());
+    }
+    if let Some(list) = get(UPSTREAM_URLS) {
+        let tokens: Vec<String> = get(UPSTREAM_TOKENS)
+            .map(|t| t.split(',').map(|s| s.trim().to_string()).collect())
+            .unwrap_or_default();
+        return Ok(split_list(&list)
+            .enumerate()
+            .map(|(i, u)| {
+                let (label, url) = split_label(u);
+                UpstreamEntry {
+                    label,
+                    url: url.to_string(),
+                    token: tokens.get(i).cloned().filter(|t| !t.is_empty()),
+                    var: UPSTREAM_URLS,
+                }
+            })
+            .collect());
+    }
+    Err(err(
+        UPSTREAMS,
+        "no upstream configured: set UPSTREAMS=url|token,... (or run `mcp-search-proxy demo`)",
+    ))
+}
+
+/// `label`, or when an earlier upstream has it, `label2`, `label3`, … (the first one free).
+fn unique_label(upstreams: &[UpstreamConfig], label: String) -> String {
+    let taken = |label: &str| upstreams.iter().any(|u| u.label == label);
+    if !taken(&label) {
+        return label;
+    }
+    let mut n = 2;
+    loop {
+        let candidate = format!("{label}{n}");
+        if !taken(&candidate) {
+            return candidate;
+        }
+        n += 1;
+    }
+}
+
+/// `BIND_ADDR`, checked. Without client tokens (`open` false: no token and no
+/// `ALLOW_UNAUTHENTICATED`) the proxy, which holds every upstream credential, defaults to and
+/// must stay on loopback, reachable from this machine only.
+fn bind_addr(v: Option<String>, open: bool) -> Result<String, ConfigError> {
+    let bind_addr = v.unwrap_or_else(|| if open { "0.0.0.0" } else { "127.0.0.1" }.into());
+    let loopback = bind_addr == "localhost" || bind_addr.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if bind_addr.parse::<std::net::IpAddr>().is_err() && bind_addr != "localhost" {
+        return Err(err(BIND_ADDR, format!("{bind_addr:?} is not an IP address")));
+    }
+    if !loopback && !open {
+        return Err(err(
+            BIND_ADDR,
+            format!(
+                "{bind_addr} is reachable from other machines, but no client token is configured: set {PROXY_TOKENS} (or {PROXY_TOKENS_FILE}), or {ALLOW_UNAUTHENTICATED}=true if another layer authenticates clients"
+            ),
+        ));
+    }
+    Ok(bind_addr)
+}
+
+/// A list of tool glob patterns (`TOOLS_ALLOW`, `TOOLS_DENY`, `PINNED_TOOLS`); empty when unset.
+fn patterns(get: &Lookup, var: &'static str) -> Result<Vec<String>, ConfigError> {
+    let list: Vec<String> = get(var)
+        .map(|v| split_list(&v).map(str::to_string).collect())
+        .unwrap_or_default();
+    for p in &list {
+        let body = p.strip_prefix("source:").unwrap_or(p);
+        if body.is_empty() || body.contains(char::is_whitespace) {
+            return Err(err(
+                var,
+                format!("{p:?} is not a glob pattern (e.g. gmail-*, *delete*, source:github)"),
+            ));
+        }
+    }
+    Ok(list)
+}
+
+/// `UPSTREAM_CA_FILE`, read and checked.
+fn upstream_ca(path: &str) -> Result<upstream_http::tls::CaFile, ConfigError> {
+    upstream_http::tls::CaFile::load(std::path::Path::new(path)).map_err(|m| {
+        err(
+            UPSTREAM_CA_FILE,
+            format!("{m}; it must be a PEM file of the CA certificate(s) that signed the upstreams' certificates"),
+        )
+    })
+}
+
+/// A positive number of seconds, `default` when unset.
+fn positive_seconds(get: &Lookup, var: &'static str, default: Duration) -> Result<Duration, ConfigError> {
+    match get(var) {
+        None => Ok(default),
+        Some(v) => Ok(Duration::from_secs(parse_positive(var, &v)?)),
+    }
+}
+
+/// A positive count (bytes, characters, connections), `default` when unset.
+fn positive_count(get: &Lookup, var: &'static str, default: usize) -> Result<usize, ConfigError> {
+    match get(var) {
+        None => Ok(default),
+        Some(v) => Ok(parse_positive(var, &v)? as usize),
+    }
+}
+
+/// A whole number of seconds where 0 disables the setting.
+fn whole_seconds(var: &'static str, v: &str) -> Result<Duration, ConfigError> {
+    v.parse::<u64>()
+        .map(Duration::from_secs)
+        .map_err(|_| err(var, format!("{v:?} is not a whole number of seconds (0 disables)")))
 }
 
 /// What `mcp-search-proxy demo` reads: `PORT`, `LOG_LEVEL` and `LOG_FORMAT` (default text,

@@ -48,8 +48,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // before any thread starts: the catalog's embedding runs one batch per core
-    embed::run_batches_one_per_core();
+    // first, before any thread starts
+    run_batches_one_per_core();
     let cli = Cli::parse();
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(),
@@ -57,6 +57,19 @@ fn main() -> ExitCode {
         Command::Search(args) => args.run(),
         Command::Eval(args) => args.run(),
         Command::DemoUpstream(args) => args.run(),
+    }
+}
+
+/// The catalog's embedding runs one batch per core, which needs candle's pool for element-wise
+/// steps to run them on the calling thread (see `embed::candle_threads_for_batches`). candle
+/// reads that setting only from the environment (once, when its pool starts), so the binary
+/// sets it, first thing in `main` before any thread starts: the environment is process-wide and
+/// not safe to change while another thread reads it, which is why the embed library leaves it
+/// to `main`.
+fn run_batches_one_per_core() {
+    let current = std::env::var_os(embed::CANDLE_NUM_THREADS);
+    if let Some(value) = embed::candle_threads_for_batches(current.as_deref()) {
+        std::env::set_var(embed::CANDLE_NUM_THREADS, value);
     }
 }
 

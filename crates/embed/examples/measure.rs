@@ -22,9 +22,17 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// As the binary does (see its `run_batches_one_per_core`), before any thread starts: the
+/// catalog's batches run one per core, with candle's element-wise steps on the calling thread.
+fn run_batches_one_per_core() {
+    let current = std::env::var_os(embed::CANDLE_NUM_THREADS);
+    if let Some(value) = embed::candle_threads_for_batches(current.as_deref()) {
+        std::env::set_var(embed::CANDLE_NUM_THREADS, value);
+    }
+}
+
 fn main() {
-    // as the binary does: the catalog's batches run one per core
-    embed::run_batches_one_per_core();
+    run_batches_one_per_core();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let catalog = args
         .first()

@@ -38,7 +38,7 @@
 //! - `rayon` (already candle's thread pool): [`Embedder::embed`] runs one batch per core. candle
 //!   splits each product across cores by itself, but a batch of 8 tool texts is too small to
 //!   split well: 1,000 tools on 2 cores took 22.4 s that way, 11.9 s one batch per core (with
-//!   `CANDLE_NUM_THREADS=1`, which the binary sets through [`run_batches_one_per_core`]: candle's
+//!   `CANDLE_NUM_THREADS=1`, which the binary sets as [`candle_threads_for_batches`] says: candle's
 //!   pool for element-wise steps serves one caller at a time, and with it the two batches took
 //!   turns: 16.9 s).
 //! - `tokenizers` with default features off: the same tokenizer implementation the model was
@@ -98,16 +98,21 @@ pub const DEFAULT_MAX_LENGTH: usize = 256;
 /// outgrow the caches, and the element-wise steps between the products wait on memory).
 const BATCH_SIZE: usize = 8;
 
-/// Makes candle's pool for element-wise tensor steps run them on the calling thread
-/// (`CANDLE_NUM_THREADS=1`) unless the environment already sets it. [`Embedder::embed`] runs one
-/// batch per core, and that pool (default: one thread per core) serves one caller at a time, so
-/// with it the batches took turns: 1,000 tools on 2 cores took 16.9 s against 11.9 s without.
-/// Call it at the start of `main`, before any thread starts (the environment is process-wide
-/// and not safe to change while other threads read it).
-pub fn run_batches_one_per_core() {
-    if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
-        std::env::set_var("CANDLE_NUM_THREADS", "1");
-    }
+/// The environment variable candle sizes its pool for element-wise tensor steps by.
+pub const CANDLE_NUM_THREADS: &str = "CANDLE_NUM_THREADS";
+
+/// The value a binary that embeds catalogs should give [`CANDLE_NUM_THREADS`] at the start of
+/// `main`, given its current value: `Some("1")` (run those steps on the calling thread) unless
+/// the environment already sets it (`None`: leave it). [`Embedder::embed`] runs one batch per
+/// core, and candle's pool (default: one thread per core) serves one caller at a time, so with
+/// it the batches took turns: 1,000 tools on 2 cores took 16.9 s against 11.9 s without.
+///
+/// This crate does not set the variable itself: a library must not change the process
+/// environment (it is process-wide, and not safe to change while other threads read it). candle
+/// reads the variable only from the environment, once, when its pool starts, and has no API to
+/// size the pool otherwise, so the binary sets it before any thread starts.
+pub fn candle_threads_for_batches(current: Option<&std::ffi::OsStr>) -> Option<&'static str> {
+    current.is_none().then_some("1")
 }
 
 /// The directory of the model installed by `scripts/fetch-model.sh`, or `EMBED_MODEL` when set.

@@ -92,6 +92,15 @@ fn truncates_long_texts() {
 }
 
 #[test]
+fn candle_runs_one_thread_per_batch_unless_the_environment_says_otherwise() {
+    assert_eq!(embed::candle_threads_for_batches(None), Some("1"));
+    let set = std::ffi::OsStr::new("4");
+    assert_eq!(embed::candle_threads_for_batches(Some(set)), None);
+    let empty = std::ffi::OsStr::new("");
+    assert_eq!(embed::candle_threads_for_batches(Some(empty)), None);
+}
+
+#[test]
 fn missing_directory_is_a_clear_error() {
     let err = Embedder::load("/nonexistent/model/dir").unwrap_err();
     let msg = err.to_string();

@@ -61,23 +61,6 @@ pub(super) fn build(tools: &[CatalogTool], params: &Params) -> Index {
 pub(super) fn build_on(tools: &[CatalogTool], params: &Params, threads: usize) -> Index {
     let analyzer = Analyzer::default();
     let threads = threads.clamp(1, tools.len().max(1));
-    let part = if threads == 1 {
-        analyze(tools, 0, &analyzer)
-    } else {
-        let chunk = tools.len().div_ceil(threads);
-        let parts: Vec<Part> = std::thread::scope(|s| {
-            let handles: Vec<_> = tools
-                .chunks(chunk)
-                .enumerate()
-                .map(|(i, run)| {
-                    let analyzer = &analyzer;
-                    s.spawn(move || analyze(run, (i * chunk) as u32, analyzer))
-                })
-                .collect();
-            handles.into_iter().map(joined).collect()
-        });
-        merge(parts)
-    };
     let Part {
         term_texts,
         name_vocab,
@@ -92,7 +75,7 @@ pub(super) fn build_on(tools: &[CatalogTool], params: &Params, threads: usize) -
         pair_bits,
         pair_starts,
         surfaces,
-    } = part;
+    } = first_pass(tools, &analyzer, threads);
     docs.shrink_to_fit();
     let surface_ids: FxHashMap<String, u32> = surfaces
         .iter()
@@ -104,7 +87,6 @@ pub(super) fn build_on(tools: &[CatalogTool], params: &Params, threads: usize) -
         .enumerate()
         .map(|(i, t)| (t.clone(), i as u32))
         .collect();
-    let n = tools.len().max(1) as f64;
     let n_sources = sources.len();
     let weigh = || {
         weigh(
@@ -133,14 +115,77 @@ pub(super) fn build_on(tools: &[CatalogTool], params: &Params, threads: usize) -
         (weigh(), names(), words(), pairs())
     };
     drop(doc_terms);
-    let mut leads = vec![0u32; term_texts.len()];
-    for d in &docs {
+    let leads = lead_counts(&docs, term_texts.len());
+    let terms = terms(
+        term_texts,
+        postings,
+        source_postings,
+        &leads,
+        &source_terms,
+        (tools.len(), n_sources),
+        params,
+    );
+    let average_length = docs.iter().map(|d| f64::from(d.length)).sum::<f64>() / docs.len().max(1) as f64;
+    Index {
+        average_length,
+        n_sources,
+        analyzer,
+        docs,
+        terms,
+        term_ids,
+        compact_names,
+        exact_names,
+        affixes,
+        deletions,
+        surfaces,
+        surface_ids,
+        pairs,
+    }
+}
+
+/// The first pass over all tools: on one thread, or each of `threads` threads analysing a
+/// contiguous run and the runs merged in order.
+fn first_pass(tools: &[CatalogTool], analyzer: &Analyzer, threads: usize) -> Part {
+    if threads == 1 {
+        return analyze(tools, 0, analyzer);
+    }
+    let chunk = tools.len().div_ceil(threads);
+    let parts: Vec<Part> = std::thread::scope(|s| {
+        let handles: Vec<_> = tools
+            .chunks(chunk)
+            .enumerate()
+            .map(|(i, run)| s.spawn(move || analyze(run, (i * chunk) as u32, analyzer)))
+            .collect();
+        handles.into_iter().map(joined).collect()
+    });
+    merge(parts)
+}
+
+/// Term id → how many tools' own names it leads.
+fn lead_counts(docs: &[Doc], n_terms: usize) -> Vec<u32> {
+    let mut leads = vec![0u32; n_terms];
+    for d in docs {
         if let Some(c) = leads.get_mut(d.lead as usize) {
             *c += 1;
         }
     }
-    let ns = n_sources.max(1) as f64;
-    let terms: Vec<Term> = term_texts
+    leads
+}
+
+/// The index's terms: each with its postings and idf, and its per-source postings and idf;
+/// `counts` is (tools, sources) of the catalog.
+fn terms(
+    term_texts: Vec<String>,
+    postings: Vec<Vec<Posting>>,
+    source_postings: Vec<Vec<(u32, f32)>>,
+    leads: &[u32],
+    source_terms: &[bool],
+    counts: (usize, usize),
+    params: &Params,
+) -> Vec<Term> {
+    let n = counts.0.max(1) as f64;
+    let ns = counts.1.max(1) as f64;
+    term_texts
         .into_iter()
         .zip(postings)
         .zip(source_postings)
@@ -158,24 +203,7 @@ pub(super) fn build_on(tools: &[CatalogTool], params: &Params, threads: usize) -
                 source_postings,
             }
         })
-        .collect();
-
-    let average_length = docs.iter().map(|d| f64::from(d.length)).sum::<f64>() / docs.len().max(1) as f64;
-    Index {
-        average_length,
-        n_sources,
-        analyzer,
-        docs,
-        terms,
-        term_ids,
-        compact_names,
-        exact_names,
-        affixes,
-        deletions,
-        surfaces,
-        surface_ids,
-        pairs,
-    }
+        .collect()
 }
 
 /// A scoped thread's result (its panic, if any, goes on in the caller).
@@ -451,132 +479,128 @@ impl Vocab {
     }
 }
 
+/// The first pass over a run of tools (the first of them is tool `doc_base` of the catalog).
 fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
-    let mut tok = Tokenizer::default();
-    let mut vocab = Vocab::default();
-    // the camelCase word being read (see `Vocab::whole`), one buffer for the whole run
-    let mut run = String::new();
-    let mut surface_ids: FxHashMap<String, u32> = FxHashMap::default();
-    let mut surfaces: Vec<(String, u32)> = Vec::new();
-    // per tool, in one array: (term, frequency in each field), tool d at
-    // `doc_terms[doc_starts[d]..doc_starts[d + 1]]`; then field lengths.
-    let mut doc_terms: Vec<(u32, [u16; FIELDS])> = Vec::new();
-    let mut doc_starts: Vec<usize> = Vec::with_capacity(tools.len() + 1);
-    let mut doc_lens: Vec<[u32; FIELDS]> = Vec::with_capacity(tools.len());
-    let mut docs = Vec::with_capacity(tools.len());
-    let mut source_ids: FxHashMap<&str, u32> = FxHashMap::default();
-    let mut sources: Vec<String> = Vec::new();
-
-    // adjacent pairs: pair key → dense id; every (pair id, tool, field bits), one per tool and
-    // pair (`pair_last`: the pair's latest tool and entry, to merge field bits)
-    let mut pair_ids: FxHashMap<u64, u32> = FxHashMap::default();
-    let mut pair_keys: Vec<u64> = Vec::new();
-    let mut pair_last: Vec<(u32, u32)> = Vec::new();
-    let mut pair_pids: Vec<u32> = Vec::new();
-    let mut pair_bits: Vec<u8> = Vec::new();
-    let mut pair_starts: Vec<usize> = Vec::with_capacity(tools.len() + 1);
+    let mut pass = Pass::new(tools.len(), analyzer);
     for (d, ct) in tools.iter().enumerate() {
-        let doc = doc_base + d as u32;
-        let start = doc_terms.len();
-        doc_starts.push(start);
-        pair_starts.push(pair_pids.len());
-        let mut lens = [0u32; FIELDS];
-        // words of the tool's name, source and title so far (see `MAX_LABEL_WORDS`)
-        let mut label_words = 0usize;
-        // distinct name terms that are only the whole of a camelCase word
-        let mut glued_name_terms = 0usize;
-        let mut lead: u32 = NONE;
+        pass.tool(doc_base + d as u32, ct);
+    }
+    pass.finish()
+}
+
+/// [`analyze`] under way: what the run's tools have added up to so far.
+struct Pass<'a> {
+    analyzer: &'a Analyzer,
+    tok: Tokenizer,
+    /// The camelCase word being read (see `Vocab::whole`), one buffer for the whole run.
+    run: String,
+    words: Words,
+    doc_starts: Vec<usize>,
+    doc_lens: Vec<[u32; FIELDS]>,
+    docs: Vec<Doc>,
+    source_ids: FxHashMap<&'a str, u32>,
+    sources: Vec<String>,
+}
+
+/// What the words of a run add up to: their terms, each tool's term counts, the adjacent pairs
+/// and the typo targets.
+#[derive(Default)]
+struct Words {
+    vocab: Vocab,
+    /// Per tool, in one array: (term, frequency in each field), tool d at
+    /// `doc_terms[doc_starts[d]..doc_starts[d + 1]]`.
+    doc_terms: Vec<(u32, [u16; FIELDS])>,
+    surface_ids: FxHashMap<String, u32>,
+    surfaces: Vec<(String, u32)>,
+    pairs: Pairs,
+}
+
+/// Adjacent pairs: pair key → dense id; every (pair id, tool, field bits), one per tool and
+/// pair.
+#[derive(Default)]
+struct Pairs {
+    ids: FxHashMap<u64, u32>,
+    keys: Vec<u64>,
+    /// Pair id → its latest tool and entry, to merge field bits.
+    last: Vec<(u32, u32)>,
+    pids: Vec<u32>,
+    bits: Vec<u8>,
+    starts: Vec<usize>,
+}
+
+/// One tool's tallies while its fields are read.
+struct ToolWords {
+    doc: u32,
+    lens: [u32; FIELDS],
+    /// Words of the tool's name, source and title so far (see `MAX_LABEL_WORDS`).
+    label_words: usize,
+    /// Distinct name terms that are only the whole of a camelCase word.
+    glued_name_terms: usize,
+    /// The first term of its own name (`Doc::lead`), `NONE` until there is one.
+    lead: u32,
+}
+
+impl<'a> Pass<'a> {
+    fn new(tools: usize, analyzer: &'a Analyzer) -> Self {
+        Pass {
+            analyzer,
+            tok: Tokenizer::default(),
+            run: String::new(),
+            words: Words {
+                pairs: Pairs {
+                    starts: Vec::with_capacity(tools + 1),
+                    ..Pairs::default()
+                },
+                ..Words::default()
+            },
+            doc_starts: Vec::with_capacity(tools + 1),
+            doc_lens: Vec::with_capacity(tools),
+            docs: Vec::with_capacity(tools),
+            source_ids: FxHashMap::default(),
+            sources: Vec::new(),
+        }
+    }
+
+    /// Reads tool `doc`'s fields and records it.
+    fn tool(&mut self, doc: u32, ct: &'a CatalogTool) {
+        let start = self.words.doc_terms.len();
+        self.doc_starts.push(start);
+        self.words.pairs.starts.push(self.words.pairs.pids.len());
+        let mut tool = ToolWords {
+            doc,
+            lens: [0; FIELDS],
+            label_words: 0,
+            glued_name_terms: 0,
+            lead: NONE,
+        };
         let rest = ct.tool.rest();
         let schema = rest.schema_view();
         for field in ALL_FIELDS {
-            let mut add = |text: &str| {
-                let mut prev: Option<u32> = None;
-                // a camelCase word is also a term whole (`PromQL` → `prom`, `ql` and
-                // `promql`), since a request spells it in lower case: `run` is the word being
-                // read, in `run_parts` parts
-                run.clear();
-                let mut run_parts = 0usize;
-                tok.for_each_word_marked(text, |w, camel| {
-                    if camel {
-                        run.push_str(w);
-                        run_parts += 1;
-                    } else {
-                        if run_parts > 1 {
-                            glued_name_terms += usize::from(vocab.whole(&run, analyzer, &mut doc_terms, field));
-                        }
-                        run.clear();
-                        run.push_str(w);
-                        run_parts = 1;
-                    }
-                    if let Some(id) = vocab.term(w, analyzer) {
-                        if let Some(pr) = prev.filter(|&pr| pr != id) {
-                            let next = pair_ids.len() as u32;
-                            let key = pair_key(pr, id);
-                            let pid = *pair_ids.entry(key).or_insert(next);
-                            if pid == next {
-                                pair_last.push((NONE, 0));
-                                pair_keys.push(key);
-                            }
-                            let last = &mut pair_last[pid as usize];
-                            if last.0 == doc {
-                                pair_bits[last.1 as usize] |= field.bit();
-                            } else {
-                                *last = (doc, pair_pids.len() as u32);
-                                pair_pids.push(pid);
-                                pair_bits.push(field.bit());
-                            }
-                        }
-                        prev = Some(id);
-                        if field == Field::Name && lead == NONE {
-                            lead = id;
-                        }
-                        vocab.occurs(&mut doc_terms, id, field);
-                        lens[field as usize] += 1;
-                        if field == Field::Source {
-                            vocab.source_terms[id as usize] = true;
-                        }
-                        if matches!(field, Field::Name | Field::Source | Field::Title) {
-                            // a tool's first label words feed the affix and typo tables: their
-                            // size is bounded per tool, however long its name or title
-                            label_words += 1;
-                            if label_words <= MAX_LABEL_WORDS {
-                                vocab.name_vocab[id as usize] = true;
-                                // typo targets; a longer word's deletions would cost the
-                                // square of its length
-                                let chars = w.chars().take(MAX_TYPO_WORD_CHARS + 1).count();
-                                if (5..=MAX_TYPO_WORD_CHARS).contains(&chars) && !surface_ids.contains_key(w) {
-                                    surface_ids.insert(w.to_string(), surfaces.len() as u32);
-                                    surfaces.push((w.to_string(), id));
-                                }
-                            }
-                        }
-                    }
-                });
-                if run_parts > 1 {
-                    glued_name_terms += usize::from(vocab.whole(&run, analyzer, &mut doc_terms, field));
-                }
-            };
             match field {
-                Field::Name => add(own_name(&ct.tool.name, &ct.source)),
-                Field::Source => add(&ct.source),
+                Field::Name => self.text(own_name(&ct.tool.name, &ct.source), field, &mut tool),
+                Field::Source => self.text(&ct.source, field, &mut tool),
                 Field::Title => {
                     if let Some(t) = &ct.tool.title {
-                        add(t);
+                        self.text(t, field, &mut tool);
                     }
                     if let Some(t) = ct.tool.annotation_title() {
-                        add(&t);
+                        self.text(&t, field, &mut tool);
                     }
                 }
-                Field::Description => add(&crate::analyzer::without_web_addresses(ct.tool.description_str())),
+                Field::Description => self.text(
+                    &crate::analyzer::without_web_addresses(ct.tool.description_str()),
+                    field,
+                    &mut tool,
+                ),
                 Field::Param => {
                     for p in &schema.params {
-                        add(&p.name);
+                        self.text(&p.name, field, &mut tool);
                     }
                 }
                 Field::ParamDescription => {
                     for p in &schema.params {
                         if let Some(d) = &p.description {
-                            add(d);
+                            self.text(d, field, &mut tool);
                         }
                     }
                 }
@@ -585,53 +609,172 @@ fn analyze(tools: &[CatalogTool], doc_base: u32, analyzer: &Analyzer) -> Part {
                     // (`news`, `france`, `markdown`)
                     for p in &schema.params {
                         for e in &p.enum_values {
-                            add(e);
+                            self.text(e, field, &mut tool);
                         }
                     }
                 }
             }
         }
-        let per_term = &doc_terms[start..];
+        self.end_tool(start, ct, tool);
+    }
+
+    /// The words of one text of `field`. A camelCase word is also a term whole (`PromQL` →
+    /// `prom`, `ql` and `promql`), since a request spells it in lower case: `run` is the word
+    /// being read, in `run_parts` parts.
+    fn text(&mut self, text: &str, field: Field, tool: &mut ToolWords) {
+        let analyzer = self.analyzer;
+        let Pass { tok, run, words, .. } = self;
+        let mut prev: Option<u32> = None;
+        run.clear();
+        let mut run_parts = 0usize;
+        tok.for_each_word_marked(text, |w, camel| {
+            if camel {
+                run.push_str(w);
+                run_parts += 1;
+            } else {
+                if run_parts > 1 {
+                    tool.glued_name_terms += usize::from(words.whole(run, analyzer, field));
+                }
+                run.clear();
+                run.push_str(w);
+                run_parts = 1;
+            }
+            words.word(w, analyzer, field, &mut prev, tool);
+        });
+        if run_parts > 1 {
+            tool.glued_name_terms += usize::from(words.whole(run, analyzer, field));
+        }
+    }
+
+    /// Closes tool `ct`, whose term entries start at `start`: clears the term slots, records its
+    /// source, its `Doc` and field lengths.
+    fn end_tool(&mut self, start: usize, ct: &'a CatalogTool, tool: ToolWords) {
+        let per_term = &self.words.doc_terms[start..];
         for &(t, _) in per_term {
-            vocab.slot[t as usize] = NONE;
+            self.words.vocab.slot[t as usize] = NONE;
         }
-        let name_terms = per_term.iter().filter(|(_, tf)| tf[Field::Name as usize] > 0).count() - glued_name_terms;
-        let next_source = source_ids.len() as u32;
-        let source = *source_ids.entry(ct.source.as_str()).or_insert(next_source);
+        let name_terms = per_term.iter().filter(|(_, tf)| tf[Field::Name as usize] > 0).count() - tool.glued_name_terms;
+        let next_source = self.source_ids.len() as u32;
+        let source = *self.source_ids.entry(ct.source.as_str()).or_insert(next_source);
         if source == next_source {
-            sources.push(ct.source.clone());
+            self.sources.push(ct.source.clone());
         }
-        docs.push(Doc {
+        self.docs.push(Doc {
             source,
             name: ct.tool.name.clone(),
             name_terms: name_terms.min(u16::MAX as usize) as u16,
-            lead,
-            length: lens.iter().sum(),
+            lead: tool.lead,
+            length: tool.lens.iter().sum(),
         });
-        doc_lens.push(lens);
+        self.doc_lens.push(tool.lens);
     }
-    doc_starts.push(doc_terms.len());
-    pair_starts.push(pair_pids.len());
-    let Vocab {
-        term_texts,
-        name_vocab,
-        source_terms,
-        ..
-    } = vocab;
-    Part {
-        term_texts,
-        name_vocab,
-        source_terms,
-        doc_terms,
-        doc_starts,
-        doc_lens,
-        docs,
-        sources,
-        pair_keys,
-        pair_pids,
-        pair_bits,
-        pair_starts,
-        surfaces,
+
+    fn finish(self) -> Part {
+        let Pass {
+            words,
+            mut doc_starts,
+            doc_lens,
+            docs,
+            sources,
+            ..
+        } = self;
+        let Words {
+            vocab,
+            doc_terms,
+            surfaces,
+            mut pairs,
+            ..
+        } = words;
+        doc_starts.push(doc_terms.len());
+        pairs.starts.push(pairs.pids.len());
+        let Vocab {
+            term_texts,
+            name_vocab,
+            source_terms,
+            ..
+        } = vocab;
+        Part {
+            term_texts,
+            name_vocab,
+            source_terms,
+            doc_terms,
+            doc_starts,
+            doc_lens,
+            docs,
+            sources,
+            pair_keys: pairs.keys,
+            pair_pids: pairs.pids,
+            pair_bits: pairs.bits,
+            pair_starts: pairs.starts,
+            surfaces,
+        }
+    }
+}
+
+impl Words {
+    /// One word of `field` of the current tool: its term's counts, the pair it makes with the
+    /// previous word's term (`prev`), the tool's lead term, and the label-word tables.
+    fn word(&mut self, w: &str, analyzer: &Analyzer, field: Field, prev: &mut Option<u32>, tool: &mut ToolWords) {
+        let Some(id) = self.vocab.term(w, analyzer) else {
+            return;
+        };
+        if let Some(pr) = prev.filter(|&pr| pr != id) {
+            self.pairs.occurs(pair_key(pr, id), tool.doc, field);
+        }
+        *prev = Some(id);
+        if field == Field::Name && tool.lead == NONE {
+            tool.lead = id;
+        }
+        self.vocab.occurs(&mut self.doc_terms, id, field);
+        tool.lens[field as usize] += 1;
+        if field == Field::Source {
+            self.vocab.source_terms[id as usize] = true;
+        }
+        if matches!(field, Field::Name | Field::Source | Field::Title) {
+            self.label_word(w, id, tool);
+        }
+    }
+
+    /// A word of the tool's name, source or title with term `id`: a tool's first label words
+    /// feed the affix and typo tables (their size is bounded per tool, however long its name or
+    /// title).
+    fn label_word(&mut self, w: &str, id: u32, tool: &mut ToolWords) {
+        tool.label_words += 1;
+        if tool.label_words > MAX_LABEL_WORDS {
+            return;
+        }
+        self.vocab.name_vocab[id as usize] = true;
+        // typo targets; a longer word's deletions would cost the square of its length
+        let chars = w.chars().take(MAX_TYPO_WORD_CHARS + 1).count();
+        if (5..=MAX_TYPO_WORD_CHARS).contains(&chars) && !self.surface_ids.contains_key(w) {
+            self.surface_ids.insert(w.to_string(), self.surfaces.len() as u32);
+            self.surfaces.push((w.to_string(), id));
+        }
+    }
+
+    /// See [`Vocab::whole`].
+    fn whole(&mut self, w: &str, analyzer: &Analyzer, field: Field) -> bool {
+        self.vocab.whole(w, analyzer, &mut self.doc_terms, field)
+    }
+}
+
+impl Pairs {
+    /// One occurrence of the pair `key` in `field` of tool `doc`.
+    fn occurs(&mut self, key: u64, doc: u32, field: Field) {
+        let next = self.ids.len() as u32;
+        let pid = *self.ids.entry(key).or_insert(next);
+        if pid == next {
+            self.last.push((NONE, 0));
+            self.keys.push(key);
+        }
+        let last = &mut self.last[pid as usize];
+        if last.0 == doc {
+            self.bits[last.1 as usize] |= field.bit();
+        } else {
+            *last = (doc, self.pids.len() as u32);
+            self.pids.push(pid);
+            self.bits.push(field.bit());
+        }
     }
 }
 

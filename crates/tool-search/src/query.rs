@@ -102,104 +102,12 @@ impl Index {
     pub(super) fn prepare(&self, query: &str) -> Prepared {
         let p = &PARAMS;
         let query = clip_query(query);
-        let mut groups: Vec<Group> = Vec::new();
         let mut words = analyzer::query_words(query);
         words.truncate(MAX_QUERY_WORDS);
         let words = self.glue_camel_case(words);
         let words = self.read_cjk_runs(words);
-        let content: Vec<&QueryWord> = words.iter().filter(|w| !is_stop_word(&w.text)).collect();
-        // A query of only stop words ("all", "me") still means something: keep them.
-        let chosen: Vec<&QueryWord> = if content.is_empty() {
-            words.iter().collect()
-        } else {
-            content
-        };
-        let alias_table = aliases::table();
-        for qw in chosen {
-            let w = qw.text.as_str();
-            let stem = self.analyzer.stem(w);
-            let factor = if qw.literal { p.literal_weight } else { 1.0 };
-            if let Some(g) = groups.iter_mut().find(|g| g.word == stem) {
-                // seen before; an intent occurrence outranks a literal one
-                if factor > g.factor {
-                    let up = factor / g.factor;
-                    g.factor = factor;
-                    g.importance *= up;
-                    g.expansions.iter_mut().for_each(|e| e.weight *= up);
-                }
-                continue;
-            }
-            let mut exps = Expansions::default();
-            let known = self.term(&stem);
-            if let Some(t) = known {
-                exps.push(t, 1.0, ExpansionKind::Word);
-            }
-            for (target, how) in alias_table.lookup(w, &stem, known.is_some()) {
-                if let Some(t) = self.term(&target) {
-                    let (weight, kind) = match (known.is_some(), how) {
-                        (true, _) => (p.alias_weight, ExpansionKind::Alias),
-                        (false, AliasMatch::Exact) => (p.foreign_weight, ExpansionKind::Foreign),
-                        (false, AliasMatch::ForeignStem) => (p.foreign_weight * 0.9, ExpansionKind::Foreign),
-                    };
-                    exps.push(t, weight, kind);
-                }
-            }
-            let stem_len = stem.chars().count();
-            // affix keys are shorter than their terms, none of which is longer than the cap
-            if (4..MAX_AFFIX_TERM_CHARS).contains(&stem_len) {
-                {
-                    for &t in self.affixes.get(stem.as_str()) {
-                        // a word more common than the source name is a word, not that source
-                        // (`search` is not the `casinosearch` server)
-                        let common = known.is_some_and(|k| {
-                            self.terms[k as usize].postings.len() >= self.terms[t as usize].postings.len()
-                        });
-                        if self.terms[t as usize].in_source && !common {
-                            // `mail` with a `gmail` server: the word names that server
-                            exps.push(t, 1.0, ExpansionKind::Substring);
-                            if let Some(e) = exps.word() {
-                                e.weight = e.weight.min(p.source_affix_word_weight);
-                            }
-                        } else {
-                            let ratio = stem_len as f64 / self.terms[t as usize].text.chars().count() as f64;
-                            exps.push(t, p.substring_weight * ratio, ExpansionKind::Substring);
-                        }
-                    }
-                }
-            }
-            if known.is_none() && (5..=MAX_TYPO_WORD_CHARS).contains(&w.chars().count()) {
-                for t in self.typo_terms(w) {
-                    exps.push(t, p.typo_weight, ExpansionKind::Typo);
-                }
-            }
-            let mut exps = exps.list;
-            exps.iter_mut().for_each(|e| e.weight *= factor);
-            let importance = exps
-                .iter()
-                .map(|e| e.weight * self.terms[e.term as usize].idf)
-                .fold(0.0, f64::max);
-            groups.push(Group {
-                word: stem,
-                expansions: exps,
-                importance,
-                factor,
-            });
-        }
-        let mut pairs: Vec<(u64, f64)> = Vec::new();
-        let mut prev: Option<(u32, f64)> = None;
-        for qw in &words {
-            if is_stop_word(&qw.text) {
-                continue;
-            }
-            let cur = self.term(&self.analyzer.stem(&qw.text)).filter(|_| !qw.literal);
-            if let (Some((a, ia)), Some(b)) = (prev, cur) {
-                if a != b {
-                    let ib = self.terms[b as usize].idf;
-                    pairs.push((pair_key(a, b), ia.min(ib)));
-                }
-            }
-            prev = cur.map(|t| (t, self.terms[t as usize].idf));
-        }
+        let groups = self.groups(&words);
+        let pairs = self.query_pairs(&words);
         let total_importance = groups.iter().map(|g| g.importance).sum();
         // an unknown word weighs what the rarest possible word would
         let unseen_idf = (1.0 + (self.docs.len() as f64 + 0.5) / 0.5).ln().powf(p.idf_power);
@@ -214,8 +122,142 @@ impl Index {
             .filter(|(_, g)| !g.expansions.is_empty())
             .max_by(|a, b| a.1.importance.total_cmp(&b.1.importance))
             .map(|(i, _)| i);
-
         let exact = self.exact_names.first(&query.trim().to_lowercase());
+        let name_matches = self.name_matches(query);
+        let operation = self.operation(&groups);
+        let length_b = verbose_length_b(&groups);
+        Prepared {
+            length_b,
+            operation,
+            unknown_importance,
+            pairs,
+            groups,
+            total_importance,
+            rarest,
+            name_matches,
+            exact,
+        }
+    }
+
+    /// One group per distinct stem of the query's content words, in query order.
+    fn groups(&self, words: &[QueryWord]) -> Vec<Group> {
+        let content: Vec<&QueryWord> = words.iter().filter(|w| !is_stop_word(&w.text)).collect();
+        // A query of only stop words ("all", "me") still means something: keep them.
+        let chosen: Vec<&QueryWord> = if content.is_empty() {
+            words.iter().collect()
+        } else {
+            content
+        };
+        let mut groups: Vec<Group> = Vec::new();
+        for qw in chosen {
+            let stem = self.analyzer.stem(&qw.text);
+            let factor = if qw.literal { PARAMS.literal_weight } else { 1.0 };
+            if let Some(g) = groups.iter_mut().find(|g| g.word == stem) {
+                // seen before; an intent occurrence outranks a literal one
+                if factor > g.factor {
+                    let up = factor / g.factor;
+                    g.factor = factor;
+                    g.importance *= up;
+                    g.expansions.iter_mut().for_each(|e| e.weight *= up);
+                }
+                continue;
+            }
+            groups.push(self.group(&qw.text, stem, factor));
+        }
+        groups
+    }
+
+    /// A query word's group: the index terms it may match (itself, its aliases or
+    /// translations, name terms containing it, typo corrections), weighted and scaled by
+    /// `factor`.
+    fn group(&self, w: &str, stem: String, factor: f64) -> Group {
+        let p = &PARAMS;
+        let mut exps = Expansions::default();
+        let known = self.term(&stem);
+        if let Some(t) = known {
+            exps.push(t, 1.0, ExpansionKind::Word);
+        }
+        for (target, how) in aliases::table().lookup(w, &stem, known.is_some()) {
+            if let Some(t) = self.term(&target) {
+                let (weight, kind) = match (known.is_some(), how) {
+                    (true, _) => (p.alias_weight, ExpansionKind::Alias),
+                    (false, AliasMatch::Exact) => (p.foreign_weight, ExpansionKind::Foreign),
+                    (false, AliasMatch::ForeignStem) => (p.foreign_weight * 0.9, ExpansionKind::Foreign),
+                };
+                exps.push(t, weight, kind);
+            }
+        }
+        self.push_affixes(&mut exps, &stem, known);
+        if known.is_none() && (5..=MAX_TYPO_WORD_CHARS).contains(&w.chars().count()) {
+            for t in self.typo_terms(w) {
+                exps.push(t, p.typo_weight, ExpansionKind::Typo);
+            }
+        }
+        let mut exps = exps.list;
+        exps.iter_mut().for_each(|e| e.weight *= factor);
+        let importance = exps
+            .iter()
+            .map(|e| e.weight * self.terms[e.term as usize].idf)
+            .fold(0.0, f64::max);
+        Group {
+            word: stem,
+            expansions: exps,
+            importance,
+            factor,
+        }
+    }
+
+    /// The name terms containing `stem` as a prefix or suffix: a source's name (`mail` of a
+    /// `gmail` server) at full weight, other terms by the share of them `stem` covers.
+    fn push_affixes(&self, exps: &mut Expansions, stem: &str, known: Option<u32>) {
+        let p = &PARAMS;
+        let stem_len = stem.chars().count();
+        // affix keys are shorter than their terms, none of which is longer than the cap
+        if !(4..MAX_AFFIX_TERM_CHARS).contains(&stem_len) {
+            return;
+        }
+        for &t in self.affixes.get(stem) {
+            // a word more common than the source name is a word, not that source
+            // (`search` is not the `casinosearch` server)
+            let common =
+                known.is_some_and(|k| self.terms[k as usize].postings.len() >= self.terms[t as usize].postings.len());
+            if self.terms[t as usize].in_source && !common {
+                // `mail` with a `gmail` server: the word names that server
+                exps.push(t, 1.0, ExpansionKind::Substring);
+                if let Some(e) = exps.word() {
+                    e.weight = e.weight.min(p.source_affix_word_weight);
+                }
+            } else {
+                let ratio = stem_len as f64 / self.terms[t as usize].text.chars().count() as f64;
+                exps.push(t, p.substring_weight * ratio, ExpansionKind::Substring);
+            }
+        }
+    }
+
+    /// Adjacent content words the catalog knows (literal values excepted), as (pair key, the
+    /// smaller of their idfs).
+    fn query_pairs(&self, words: &[QueryWord]) -> Vec<(u64, f64)> {
+        let mut pairs: Vec<(u64, f64)> = Vec::new();
+        let mut prev: Option<(u32, f64)> = None;
+        for qw in words {
+            if is_stop_word(&qw.text) {
+                continue;
+            }
+            let cur = self.term(&self.analyzer.stem(&qw.text)).filter(|_| !qw.literal);
+            if let (Some((a, ia)), Some(b)) = (prev, cur) {
+                if a != b {
+                    let ib = self.terms[b as usize].idf;
+                    pairs.push((pair_key(a, b), ia.min(ib)));
+                }
+            }
+            prev = cur.map(|t| (t, self.terms[t as usize].idf));
+        }
+        pairs
+    }
+
+    /// The tools whose name the query spells (any separator, without prefix, or, for a query
+    /// that looks like an identifier, one typo off), sorted by name, each once.
+    fn name_matches(&self, query: &str) -> Vec<u32> {
         let mut name_matches: Vec<u32> = Vec::new();
         let cq = names::compact(query);
         if cq.chars().count() >= 3 {
@@ -238,31 +280,20 @@ impl Index {
                 .then(a.cmp(b))
         });
         name_matches.dedup();
-        // the first word, when it is the catalog's word for an operation (`delete my last
-        // slack message`); literal values are data, not operations
-        let operation = groups.first().filter(|g| g.factor == 1.0).and_then(|g| {
+        name_matches
+    }
+
+    /// The first word, when it is the catalog's word for an operation (`delete my last
+    /// slack message`); literal values are data, not operations.
+    fn operation(&self, groups: &[Group]) -> Option<usize> {
+        groups.first().filter(|g| g.factor == 1.0).and_then(|g| {
             g.expansions
                 .first()
-                .filter(|e| e.kind == ExpansionKind::Word && self.terms[e.term as usize].leads >= p.operation_min_leads)
+                .filter(|e| {
+                    e.kind == ExpansionKind::Word && self.terms[e.term as usize].leads >= PARAMS.operation_min_leads
+                })
                 .map(|_| 0)
-        });
-        // a verbose request's many words meet a long tool's text by chance, in proportion to
-        // its length; literal values are data, not wording
-        let wording = groups.iter().filter(|g| g.factor == 1.0).count();
-        let verbosity =
-            wording.saturating_sub(p.verbose_from_words) as f64 / (p.verbose_full_words - p.verbose_from_words) as f64;
-        let length_b = p.verbose_length_b * verbosity.min(1.0);
-        Prepared {
-            length_b,
-            operation,
-            unknown_importance,
-            pairs,
-            groups,
-            total_importance,
-            rarest,
-            name_matches,
-            exact,
-        }
+        })
     }
 
     /// A camelCase word the catalog knows whole (`eBay`, `iPhone`, `GitHub`) is that one word,
@@ -373,4 +404,15 @@ impl Index {
         }
         out
     }
+}
+
+/// The b of the tool-length normalisation of a request's evidence: a verbose request's many
+/// words meet a long tool's text by chance, in proportion to its length; literal values are
+/// data, not wording.
+fn verbose_length_b(groups: &[Group]) -> f64 {
+    let p = &PARAMS;
+    let wording = groups.iter().filter(|g| g.factor == 1.0).count();
+    let verbosity =
+        wording.saturating_sub(p.verbose_from_words) as f64 / (p.verbose_full_words - p.verbose_from_words) as f64;
+    p.verbose_length_b * verbosity.min(1.0)
 }

@@ -312,6 +312,32 @@ async fn stateless_mode_mints_no_session_and_counts_per_process() {
 }
 
 #[actix_web::test]
+async fn a_closed_list_gate_holds_listings_until_it_opens() {
+    for sse in [false, true] {
+        let upstream = started(options(false, sse)).await;
+        upstream.control.close_list_gate();
+        let url = upstream.url.clone();
+        let listing = actix_web::rt::spawn(async move { Peer::new(&url).request(1, "tools/list", json!({})).await });
+        // The request arrives (and is counted), its answer is held.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while upstream.control.stats().tools_list == 0 {
+            assert!(Instant::now() < deadline, "the listing never arrived");
+            actix_web::rt::time::sleep(Duration::from_millis(10)).await;
+        }
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+        assert!(!listing.is_finished(), "sse {sse}: answered through a closed gate");
+        upstream.control.open_list_gate();
+        let answer = listing.await.unwrap();
+        assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
+        assert_eq!(answer.message["result"]["tools"].as_array().unwrap().len(), 3);
+        // Open, it holds nothing.
+        let again = Peer::new(&upstream.url).request(2, "tools/list", json!({})).await;
+        assert_eq!(again.message["result"]["tools"].as_array().unwrap().len(), 3);
+        upstream.stop().await;
+    }
+}
+
+#[actix_web::test]
 async fn sse_mode_sends_a_priming_event_then_the_response() {
     let upstream = started(options(true, true)).await;
     let mut peer = Peer::new(&upstream.url);
