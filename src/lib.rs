@@ -35,13 +35,14 @@
 //!   `proxy-core` plus messages to the actors.
 //! - [`server`]: starts the actors and the HTTP server, and drains it at shutdown (also used
 //!   in-process by tests).
-//! - [`cli`]: the `demo`, `demo-upstream`, `search` and `eval` subcommands (`search` and
-//!   `eval` run the same code path as `mcp_search`).
+//! - [`cli`]: the `demo` and `demo-upstream` subcommands.
 //!
 //! The other crates: `mcp-wire` (the protocol as data), `tool-search` (the index),
 //! `proxy-core` (the four tools as pure functions, the snapshot, the manifest),
 //! `proxy-actors` (the catalog, upstream and embedding actors), `embed` (the sentence-embedding
-//! model and the vector store), `demo-upstream` (the embedded demo server).
+//! model and the vector store), `demo-upstream` (the embedded demo server), `search-eval` (the
+//! research harness: retrieval metrics over the evaluation sets, offline ranking of a catalog
+//! file; not part of the service).
 
 #![forbid(unsafe_code)]
 

@@ -1,19 +1,19 @@
 //! Search quality floors on the visible evaluation sets (`../shared/bench`), computed by the
-//! same code as `mcp-search-proxy eval`, plus the seed examples as explicit assertions and a
+//! same code as `search-eval`, plus the seed examples as explicit assertions and a
 //! small set of requests no tool in the deployment catalog serves.
 //!
 //! Skips (passes, with a message) when `../shared/bench` is not there.
 
 use std::path::{Path, PathBuf};
 
-use mcp_search_proxy::cli::eval::rank_all;
+use search_eval::eval::rank_all;
 use tool_search::catalog_file::load_catalog_path;
 use tool_search::eval::{self, EvalQuery, Summary};
 use tool_search::model::CatalogTool;
 use tool_search::Index;
 
 fn bench() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bench");
     if dir.is_dir() {
         Some(dir)
     } else {

@@ -6,22 +6,22 @@
 //!
 //! Skips with a message when `../shared/bench` is absent. The semantic floors need the model
 //! (`scripts/fetch-model.sh`) and the vectors cached by a release run of
-//! `mcp-search-proxy eval --all-visible --embed-model models/all-MiniLM-L6-v2` (a debug build
+//! `search-eval --all-visible --embed-model models/all-MiniLM-L6-v2` (a debug build
 //! would take hours to embed 13k tools); `scripts/test.sh` does both. Without them the
 //! semantic floors skip, unless `REQUIRE_PEERS=1` (CI), where they fail.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use mcp_search_proxy::cli::eval::rank_all_with;
-use mcp_search_proxy::cli::vectors::EvalEmbedder;
+use search_eval::eval::rank_all_with;
+use search_eval::vectors::EvalEmbedder;
 use tool_search::catalog_file::load_catalog_path;
 use tool_search::eval::{self, Report};
 use tool_search::semantic::query_text;
 use tool_search::Index;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn bench() -> Option<PathBuf> {
