@@ -2,25 +2,19 @@
 //! same code as `search-eval`, plus the seed examples as explicit assertions and a
 //! small set of requests no tool in the deployment catalog serves.
 //!
-//! Skips (passes, with a message) when `../shared/bench` is not there.
+//! Skips (passes, with a message) when `../shared/bench` is not there, unless `REQUIRE_PEERS=1`
+//! (CI), where that fails.
 
-use std::path::{Path, PathBuf};
+mod common;
 
+use std::path::Path;
+
+use common::bench_or_skip;
 use search_eval::eval::rank_all;
 use tool_search::catalog_file::load_catalog_path;
 use tool_search::eval::{self, EvalQuery, Summary};
 use tool_search::model::CatalogTool;
 use tool_search::Index;
-
-fn bench() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bench");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipping: ../shared/bench not found");
-        None
-    }
-}
 
 struct Set {
     tools: Vec<CatalogTool>,
@@ -57,7 +51,9 @@ fn print(label: &str, s: &Summary) {
 
 #[test]
 fn seed_examples_each_answered_at_rank_one() {
-    let Some(b) = bench() else { return };
+    let Some(b) = bench_or_skip("seed_examples_each_answered_at_rank_one") else {
+        return;
+    };
     let set = load(
         &b.join("catalogs/deployment.json"),
         &b.join("eval/seed-examples/queries.json"),
@@ -87,7 +83,9 @@ fn seed_examples_each_answered_at_rank_one() {
 
 #[test]
 fn mcptoolbench_floors() {
-    let Some(b) = bench() else { return };
+    let Some(b) = bench_or_skip("mcptoolbench_floors") else {
+        return;
+    };
     let dir = b.join("eval/mcptoolbench");
     let (s, _) = run(&load(&dir.join("catalog.json"), &dir.join("queries.json")));
     print("mcptoolbench", &s);
@@ -98,7 +96,9 @@ fn mcptoolbench_floors() {
 
 #[test]
 fn toollens_floors() {
-    let Some(b) = bench() else { return };
+    let Some(b) = bench_or_skip("toollens_floors") else {
+        return;
+    };
     let dir = b.join("eval/toollens");
     let (s, _) = run(&load(&dir.join("catalog.json"), &dir.join("queries.json")));
     print("toollens", &s);
@@ -138,7 +138,9 @@ const DEPLOYMENT_QUERIES: &str = r#"[
 
 #[test]
 fn deployment_query_kinds_and_unanswerable_requests() {
-    let Some(b) = bench() else { return };
+    let Some(b) = bench_or_skip("deployment_query_kinds_and_unanswerable_requests") else {
+        return;
+    };
     let tools = load_catalog_path(&b.join("catalogs/deployment.json")).expect("catalog loads");
     let index = Index::build(&tools);
     let queries = eval::load_queries(DEPLOYMENT_QUERIES).expect("queries parse");
@@ -160,4 +162,16 @@ fn deployment_query_kinds_and_unanswerable_requests() {
     }
     let abstain = report.by_kind["unanswerable"].abstain.unwrap_or(0.0);
     assert!(abstain >= 0.6, "abstained on {abstain:.2} of unanswerable requests");
+}
+
+#[test]
+fn a_missing_bench_skips_unless_required() {
+    let missing = Path::new(env!("CARGO_MANIFEST_DIR")).join("no-such-bench");
+    assert_eq!(common::bench_at(&missing, false, "t"), None);
+    let panic = std::panic::catch_unwind(|| common::bench_at(&missing, true, "t")).unwrap_err();
+    let msg = panic.downcast_ref::<String>().expect("a formatted message");
+    assert!(
+        msg.contains(&missing.display().to_string()) && msg.contains("REQUIRE_PEERS=1"),
+        "{msg}"
+    );
 }

@@ -4,15 +4,19 @@
 //! margin for float noise: a change that loses on any set fails here (README of
 //! `crates/tool-search` has the table).
 //!
-//! Skips with a message when `../shared/bench` is absent. The semantic floors need the model
-//! (`scripts/fetch-model.sh`) and the vectors cached by a release run of
-//! `search-eval --all-visible --embed-model models/all-MiniLM-L6-v2` (a debug build
-//! would take hours to embed 13k tools); `scripts/test.sh` does both. Without them the
-//! semantic floors skip, unless `REQUIRE_PEERS=1` (CI), where they fail.
+//! Skips with a message when `../shared/bench` is absent, unless `REQUIRE_PEERS=1` (CI), where
+//! that fails. The semantic floors need the model (`scripts/fetch-model.sh`) and the vectors
+//! cached by a release run of `search-eval --all-visible --embed-model
+//! models/all-MiniLM-L6-v2` (a debug build would take hours to embed 13k tools);
+//! `scripts/test.sh` does both. Without them the semantic floors skip, unless
+//! `REQUIRE_PEERS=1` (CI), where they fail.
+
+mod common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use common::{bench_or_skip, workspace_root};
 use search_eval::eval::rank_all_with;
 use search_eval::vectors::EvalEmbedder;
 use tool_search::catalog_file::load_catalog_path;
@@ -20,26 +24,12 @@ use tool_search::eval::{self, Report};
 use tool_search::semantic::query_text;
 use tool_search::Index;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn bench() -> Option<PathBuf> {
-    let dir = root().join("../shared/bench");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipping: ../shared/bench not found");
-        None
-    }
-}
-
 fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| workspace_root().join("target"), PathBuf::from)
 }
 
 fn embedder() -> Option<EvalEmbedder> {
-    let model = root().join("models/all-MiniLM-L6-v2");
+    let model = workspace_root().join("models/all-MiniLM-L6-v2");
     if !embed::model_installed_or_skip(&model, "the semantic floors") {
         return None;
     }
@@ -168,13 +158,17 @@ fn check(
 
 #[test]
 fn lexical_floors_on_every_visible_set() {
-    let Some(b) = bench() else { return };
+    let Some(b) = bench_or_skip("lexical_floors_on_every_visible_set") else {
+        return;
+    };
     check("lexical", &LEXICAL, LEXICAL_ABSTENTION, None, &b);
 }
 
 #[test]
 fn hybrid_floors_on_every_visible_set() {
-    let Some(b) = bench() else { return };
+    let Some(b) = bench_or_skip("hybrid_floors_on_every_visible_set") else {
+        return;
+    };
     let Some(e) = embedder() else { return };
     check("hybrid", &HYBRID, HYBRID_ABSTENTION, Some(e), &b);
 }
