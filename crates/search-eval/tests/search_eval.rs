@@ -1,6 +1,6 @@
-//! Search quality floors on the visible evaluation sets (`../shared/bench`), computed by the
-//! same code as `search-eval`, plus the seed examples as explicit assertions and a
-//! small set of requests no tool in the deployment catalog serves.
+//! The seed examples as explicit assertions, and requests of each kind models write (plus
+//! requests no tool in the deployment catalog serves) against the deployment catalog, ranked by
+//! the same code as `search-eval`. The floors of every visible set are in `search_floors.rs`.
 //!
 //! Skips (passes, with a message) when `../shared/bench` is not there, unless `REQUIRE_PEERS=1`
 //! (CI), where that fails.
@@ -81,33 +81,6 @@ fn seed_examples_each_answered_at_rank_one() {
     assert_eq!(summary.abstain, Some(1.0));
 }
 
-#[test]
-fn mcptoolbench_floors() {
-    let Some(b) = bench_or_skip("mcptoolbench_floors") else {
-        return;
-    };
-    let dir = b.join("eval/mcptoolbench");
-    let (s, _) = run(&load(&dir.join("catalog.json"), &dir.join("queries.json")));
-    print("mcptoolbench", &s);
-    // issue floors (best peer: R@5 0.73, R@1 0.57)
-    assert!(s.r5 >= 0.80, "R@5 {:.3}", s.r5);
-    assert!(s.r1 >= 0.62, "R@1 {:.3}", s.r1);
-}
-
-#[test]
-fn toollens_floors() {
-    let Some(b) = bench_or_skip("toollens_floors") else {
-        return;
-    };
-    let dir = b.join("eval/toollens");
-    let (s, _) = run(&load(&dir.join("catalog.json"), &dir.join("queries.json")));
-    print("toollens", &s);
-    // issue floors (best peer: R@5 0.30, MRR 0.47)
-    assert!(s.r5 >= 0.35, "R@5 {:.3}", s.r5);
-    assert!(s.mrr >= 0.50, "MRR {:.3}", s.mrr);
-    assert!(s.r5 > 0.30 && s.mrr > 0.47, "must beat every peer");
-}
-
 /// Requests against the deployment catalog, one per kind of query models write, with the
 /// tools that serve them; and requests nothing in it serves.
 const DEPLOYMENT_QUERIES: &str = r#"[
@@ -160,8 +133,14 @@ fn deployment_query_kinds_and_unanswerable_requests() {
             assert_eq!(s.r5, 1.0, "{} {:?}: {r:?}", q.id, q.query);
         }
     }
-    let abstain = report.by_kind["unanswerable"].abstain.unwrap_or(0.0);
-    assert!(abstain >= 0.6, "abstained on {abstain:.2} of unanswerable requests");
+    // measured (this test with --nocapture): 6 of the 8 get nothing; the floor allows one less
+    let unanswerable = &report.by_kind["unanswerable"];
+    let floor = 0.75 - 1.0 / unanswerable.queries as f64;
+    let abstain = unanswerable.abstain.unwrap_or(0.0);
+    assert!(
+        abstain >= floor - 1e-9,
+        "abstained on {abstain:.3} of unanswerable requests (floor {floor:.3})"
+    );
 }
 
 #[test]
