@@ -17,11 +17,11 @@
 //! # Why a crate of its own
 //!
 //! Nothing here runs in a deployment: it reads evaluation sets and catalog files, keeps a
-//! vector cache, writes rankings and texts for outside models. In the `mcp-search-proxy`
-//! binary it made the service's command line and dependencies carry a research tool; here
-//! the service stays `serve`, `demo` and `demo-upstream`, and the harness changes (new flags,
-//! new tables) without touching or rebuilding the service. It depends only on the search
-//! (`tool-search`) and the model (`embed`), the two pieces whose quality it measures.
+//! vector cache, writes rankings and texts for outside models. Kept out of the
+//! `mcp-search-proxy` binary, it leaves the service's command line to what a deployment runs
+//! (`serve`, `demo`, `demo-upstream`), and the harness can grow flags and tables without
+//! touching or rebuilding the service. It depends only on the search (`tool-search`) and the
+//! model (`embed`), the two pieces whose quality it measures.
 
 #![forbid(unsafe_code)]
 
