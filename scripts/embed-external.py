@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Embed the texts `mcp-search-proxy eval --export-texts DIR` wrote with another sentence model,
-for `eval --vectors DIR`: measures a candidate model through this search's own fusion before
-the `embed` crate can run it.
+"""Embed the texts `search-eval --export-texts DIR` wrote with another sentence model, for
+`search-eval --vectors DIR`: measures a candidate model through this search's own fusion
+before the `embed` crate can run it.
 
-    cargo run --release -- eval --all-visible --export-texts target/ext
+    cargo run --release -p search-eval -- --all-visible --export-texts target/ext
     python3 scripts/embed-external.py path/to/model target/ext     # pip install sentence-transformers
-    cargo run --release -- eval --all-visible --vectors target/ext [--arms] [--baseline DIR]
+    cargo run --release -p search-eval -- --all-visible --vectors target/ext [--arms] [--baseline DIR]
 
 MODEL is anything `sentence_transformers.SentenceTransformer` loads (a local folder with
 `modules.json`, or a plain transformer folder: mean pooling). Tools are read at 128 tokens and

@@ -45,18 +45,19 @@ cargo fmt --all --check
 
 section "scripts/embed-external.py compiles"
 # it runs PyTorch (sentence-transformers), too heavy to install here; its file format is the one
-# `eval --vectors` reads, which the eval CLI's tests check
+# `search-eval --vectors` reads, which search-eval's tests check
 "${PYTHON:-python3}" -m py_compile "$ROOT/scripts/embed-external.py"
 
 section "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
 if [[ -d "$ROOT/../shared/bench/eval" ]]; then
-  # tests/search_floors.rs reads the visible sets' tool and query vectors from this cache: a
-  # release build embeds them (minutes; a debug build would take hours), once per content.
-  section "Vector cache for the semantic floors (release eval --all-visible --embed-model)"
-  cargo build --release --bin mcp-search-proxy
-  "${CARGO_TARGET_DIR:-$ROOT/target}/release/mcp-search-proxy" eval --all-visible \
+  # crates/search-eval/tests/search_floors.rs reads the visible sets' tool and query vectors
+  # from this cache: a release build embeds them (minutes; a debug build would take hours), once
+  # per content.
+  section "Vector cache for the semantic floors (release search-eval --all-visible --embed-model)"
+  cargo build --release -p search-eval
+  "${CARGO_TARGET_DIR:-$ROOT/target}/release/search-eval" --all-visible \
     --embed-model "$ROOT/models/all-MiniLM-L6-v2" \
     --vector-cache "${CARGO_TARGET_DIR:-$ROOT/target}/vector-cache" \
     --eval-dir "$ROOT/../shared/bench/eval" --catalogs-dir "$ROOT/../shared/bench/catalogs"

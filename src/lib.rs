@@ -48,7 +48,9 @@
 //! `proxy-actors` (the catalog, upstream, embedding, client-session and retrieval actors),
 //! `upstream-http` (the HTTP client of the upstreams: transport, TLS trust, egress proxies,
 //! `UpstreamError`), `proxy-metrics` (the metrics and their OpenMetrics text), `embed` (the
-//! sentence-embedding model and the vector store), `demo-upstream` (the embedded demo server).
+//! sentence-embedding model and the vector store), `demo-upstream` (the embedded demo server),
+//! `search-eval` (the research harness: retrieval metrics over the evaluation sets, offline
+//! ranking of a catalog file; not part of the service).
 
 #![forbid(unsafe_code)]
 

@@ -39,10 +39,6 @@ enum Command {
     Serve,
     /// Run the proxy on 127.0.0.1:8092 in front of an embedded demo upstream.
     Demo,
-    /// Rank the tools of a catalog file for a query (the same code path as mcp_search).
-    Search(cli::search::SearchArgs),
-    /// Measure retrieval quality on a query set with gold labels.
-    Eval(cli::eval::EvalArgs),
     /// Run only the embedded demo upstream (for benchmarks and offline stacks).
     DemoUpstream(cli::upstream::UpstreamArgs),
 }
@@ -54,8 +50,6 @@ fn main() -> ExitCode {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(),
         Command::Demo => demo(),
-        Command::Search(args) => args.run(),
-        Command::Eval(args) => args.run(),
         Command::DemoUpstream(args) => args.run(),
     }
 }

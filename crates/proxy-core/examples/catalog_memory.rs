@@ -7,7 +7,7 @@
 //! MANIFEST=/path/to/manifest.json cargo run --release -p proxy-core --example catalog_memory
 //! ```
 //!
-//! With a catalog file it parses the file as `mcp-search-proxy search` does; with `MANIFEST`
+//! With a catalog file it parses the file as `search-eval search` does; with `MANIFEST`
 //! it loads a manifest written by the proxy, as a start from the manifest does.
 
 use std::time::Instant;

@@ -1,7 +1,7 @@
 //! The catalog's own model: an upstream tool plus where it came from.
 //!
 //! Pure data, no actix: the search index, the manifest, the CLI's catalog loader and the
-//! catalog actor all share it, so `mcp-search-proxy search` ranks exactly as `mcp_search` does.
+//! catalog actor all share it, so `search-eval search` ranks exactly as `mcp_search` does.
 
 use std::sync::Arc;
 

@@ -1,5 +1,6 @@
 //! Unit tests of the analyzer and the ranking rules, on a small hand-made catalog.
-//! (The real catalogs and the seed examples are exercised by `tests/search_eval.rs`.)
+//! (The real catalogs and the seed examples are exercised by
+//! `crates/search-eval/tests/search_eval.rs`.)
 
 use super::analyzer::{query_words, words, Analyzer};
 use super::*;

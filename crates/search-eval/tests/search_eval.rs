@@ -1,26 +1,20 @@
-//! Search quality floors on the visible evaluation sets (`../shared/bench`), computed by the
-//! same code as `mcp-search-proxy eval`, plus the seed examples as explicit assertions and a
-//! small set of requests no tool in the deployment catalog serves.
+//! The seed examples as explicit assertions, and requests of each kind models write (plus
+//! requests no tool in the deployment catalog serves) against the deployment catalog, ranked by
+//! the same code as `search-eval`. The floors of every visible set are in `search_floors.rs`.
 //!
-//! Skips (passes, with a message) when `../shared/bench` is not there.
+//! Skips (passes, with a message) when `../shared/bench` is not there, unless `REQUIRE_PEERS=1`
+//! (CI), where that fails.
 
-use std::path::{Path, PathBuf};
+mod common;
 
-use mcp_search_proxy::cli::eval::rank_all;
+use std::path::Path;
+
+use common::bench_or_skip;
+use search_eval::eval::rank_all;
 use tool_search::catalog_file::load_catalog_path;
 use tool_search::eval::{self, EvalQuery, Summary};
 use tool_search::model::CatalogTool;
 use tool_search::Index;
-
-fn bench() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipping: ../shared/bench not found");
-        None
-    }
-}
 
 struct Set {
     tools: Vec<CatalogTool>,
@@ -57,7 +51,9 @@ fn print(label: &str, s: &Summary) {
 
 #[test]
 fn seed_examples_each_answered_at_rank_one() {
-    let Some(b) = bench() else { return };
+    let Some(b) = bench_or_skip("seed_examples_each_answered_at_rank_one") else {
+        return;
+    };
     let set = load(
         &b.join("catalogs/deployment.json"),
         &b.join("eval/seed-examples/queries.json"),
@@ -83,29 +79,6 @@ fn seed_examples_each_answered_at_rank_one() {
     }
     assert_eq!(summary.mrr, 1.0);
     assert_eq!(summary.abstain, Some(1.0));
-}
-
-#[test]
-fn mcptoolbench_floors() {
-    let Some(b) = bench() else { return };
-    let dir = b.join("eval/mcptoolbench");
-    let (s, _) = run(&load(&dir.join("catalog.json"), &dir.join("queries.json")));
-    print("mcptoolbench", &s);
-    // issue floors (best peer: R@5 0.73, R@1 0.57)
-    assert!(s.r5 >= 0.80, "R@5 {:.3}", s.r5);
-    assert!(s.r1 >= 0.62, "R@1 {:.3}", s.r1);
-}
-
-#[test]
-fn toollens_floors() {
-    let Some(b) = bench() else { return };
-    let dir = b.join("eval/toollens");
-    let (s, _) = run(&load(&dir.join("catalog.json"), &dir.join("queries.json")));
-    print("toollens", &s);
-    // issue floors (best peer: R@5 0.30, MRR 0.47)
-    assert!(s.r5 >= 0.35, "R@5 {:.3}", s.r5);
-    assert!(s.mrr >= 0.50, "MRR {:.3}", s.mrr);
-    assert!(s.r5 > 0.30 && s.mrr > 0.47, "must beat every peer");
 }
 
 /// Requests against the deployment catalog, one per kind of query models write, with the
@@ -138,7 +111,9 @@ const DEPLOYMENT_QUERIES: &str = r#"[
 
 #[test]
 fn deployment_query_kinds_and_unanswerable_requests() {
-    let Some(b) = bench() else { return };
+    let Some(b) = bench_or_skip("deployment_query_kinds_and_unanswerable_requests") else {
+        return;
+    };
     let tools = load_catalog_path(&b.join("catalogs/deployment.json")).expect("catalog loads");
     let index = Index::build(&tools);
     let queries = eval::load_queries(DEPLOYMENT_QUERIES).expect("queries parse");
@@ -158,6 +133,24 @@ fn deployment_query_kinds_and_unanswerable_requests() {
             assert_eq!(s.r5, 1.0, "{} {:?}: {r:?}", q.id, q.query);
         }
     }
-    let abstain = report.by_kind["unanswerable"].abstain.unwrap_or(0.0);
-    assert!(abstain >= 0.6, "abstained on {abstain:.2} of unanswerable requests");
+    // measured (this test with --nocapture): 6 of the 8 get nothing; the floor allows one less
+    let unanswerable = &report.by_kind["unanswerable"];
+    let floor = 0.75 - 1.0 / unanswerable.queries as f64;
+    let abstain = unanswerable.abstain.unwrap_or(0.0);
+    assert!(
+        abstain >= floor - 1e-9,
+        "abstained on {abstain:.3} of unanswerable requests (floor {floor:.3})"
+    );
+}
+
+#[test]
+fn a_missing_bench_skips_unless_required() {
+    let missing = Path::new(env!("CARGO_MANIFEST_DIR")).join("no-such-bench");
+    assert_eq!(common::bench_at(&missing, false, "t"), None);
+    let panic = std::panic::catch_unwind(|| common::bench_at(&missing, true, "t")).unwrap_err();
+    let msg = panic.downcast_ref::<String>().expect("a formatted message");
+    assert!(
+        msg.contains(&missing.display().to_string()) && msg.contains("REQUIRE_PEERS=1"),
+        "{msg}"
+    );
 }

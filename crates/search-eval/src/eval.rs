@@ -1,6 +1,6 @@
-//! `mcp-search-proxy eval`: retrieval metrics of the search over a query set, computed by
-//! `tool_search::eval` (the same functions the CI floor test uses) on rankings from
-//! the same `Index::search` that answers `mcp_search`.
+//! `search-eval` without a subcommand: retrieval metrics of the search over a query set,
+//! computed by `tool_search::eval` (the same functions the floor tests in `tests/` use) on
+//! rankings from the same `Index::search` that answers `mcp_search`.
 //!
 //! Two modes: one set (`--catalog FILE --queries FILE`), or every visible set at once
 //! (`--all-visible`: each folder of `--eval-dir` with a `queries.json`, answered from its own
@@ -20,9 +20,9 @@ use tool_search::eval::{self, Change, EvalQuery, QueryScore, Report, Summary};
 use tool_search::semantic::Vectors;
 use tool_search::{Index, Semantic};
 
-use super::vectors::{EvalEmbedder, TextExport, EXPORTED_QUERIES, EXPORTED_TOOLS};
+use crate::vectors::{EvalEmbedder, TextExport, EXPORTED_QUERIES, EXPORTED_TOOLS};
 #[cfg(test)]
-use super::vectors::{EXTERNAL_TEXTS, EXTERNAL_VECTORS};
+use crate::vectors::{EXTERNAL_TEXTS, EXTERNAL_VECTORS};
 
 /// Measure search quality: R@1, R@5, R@10, MRR, nDCG@5, zero-result and abstain rates.
 #[derive(clap::Args, Debug)]
@@ -171,7 +171,7 @@ impl EvalArgs {
         match self.try_run() {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("mcp-search-proxy eval: {e}");
+                eprintln!("search-eval: {e}");
                 ExitCode::from(2)
             }
         }
@@ -866,12 +866,12 @@ mod tests {
         assert_eq!(args.run(), ExitCode::from(2));
     }
 
-    /// Parses `eval ARGS` as the binary does.
+    /// Parses `search-eval ARGS` as the binary does without a subcommand.
     fn parse(argv: &[&str]) -> Result<EvalArgs, clap::Error> {
         use clap::{Args, FromArgMatches};
-        let cmd = EvalArgs::augment_args(clap::Command::new("eval"));
+        let cmd = EvalArgs::augment_args(clap::Command::new("search-eval"));
         cmd.clone().debug_assert();
-        let m = cmd.try_get_matches_from(std::iter::once("eval").chain(argv.iter().copied()))?;
+        let m = cmd.try_get_matches_from(std::iter::once("search-eval").chain(argv.iter().copied()))?;
         EvalArgs::from_arg_matches(&m)
     }
 

@@ -1,4 +1,4 @@
-//! `mcp-search-proxy search`: rank a catalog file's tools for a query, offline, through the same
+//! `search-eval search`: rank a catalog file's tools for a query, offline, through the same
 //! `Index::search_hybrid` that answers `mcp_search` (lexical only unless `--embed-model`).
 
 use std::path::PathBuf;
@@ -9,7 +9,7 @@ use tool_search::model::CatalogTool;
 use tool_search::semantic::{query_text, Vectors};
 use tool_search::{Index, Semantic};
 
-use super::vectors::EvalEmbedder;
+use crate::vectors::EvalEmbedder;
 
 /// The catalog's vectors (cached) and the query's.
 fn semantic_inputs(
@@ -54,7 +54,7 @@ impl SearchArgs {
         let tools = match load_catalog_path(&self.catalog) {
             Ok(t) => t,
             Err(e) => {
-                eprintln!("mcp-search-proxy search: {e}");
+                eprintln!("search-eval search: {e}");
                 return ExitCode::from(2);
             }
         };
@@ -65,7 +65,7 @@ impl SearchArgs {
             Some(model) => match semantic_inputs(model, &self.vector_cache, &tools, &query) {
                 Ok(v) => Some(v),
                 Err(e) => {
-                    eprintln!("mcp-search-proxy search: {e}");
+                    eprintln!("search-eval search: {e}");
                     return ExitCode::from(2);
                 }
             },

@@ -1,4 +1,4 @@
-//! Vectors for the `eval` command's semantic arm, kept between runs in a cache folder (one
+//! Vectors for the evaluation's semantic arm (and `search --embed-model`), kept between runs in a cache folder (one
 //! store for tool texts, one for queries; see `embed::store`), so a change to the fusion is
 //! measured in seconds once every visible set was embedded once.
 //!
@@ -46,8 +46,8 @@ impl EvalEmbedder {
     }
 
     /// [`Self::open`], but every vector must already be in `cache` (filled by
-    /// `mcp-search-proxy eval --all-visible --embed-model DIR` from a release build); a
-    /// missing one is an error naming that command.
+    /// `search-eval --all-visible --embed-model DIR` from a release build); a missing one is an
+    /// error naming that command.
     pub fn open_cache_only(model: &Path, cache: &Path) -> Result<Self, String> {
         let mut c = Cached::open(model, cache)?;
         c.cache_only = true;
@@ -155,7 +155,8 @@ impl Cached {
         let missing = texts.iter().filter(|t| !store.contains(&text_key(t))).count();
         if self.cache_only && missing > 0 {
             return Err(format!(
-                "{missing} {what} texts are not in the vector cache {}: fill it with a release build, `cargo run --release -- eval --all-visible --embed-model models/all-MiniLM-L6-v2` (scripts/test.sh does)",
+                "{missing} {what} texts are not in the vector cache {}: fill it with a release build, `cargo run --release -p search-eval -- --all-visible --embed-model models/all-MiniLM-L6-v2 --vector-cache {}` (scripts/test.sh does)",
+                self.dir.display(),
                 self.dir.display()
             ));
         }
@@ -264,7 +265,7 @@ impl ExternalVectors {
         let missing = texts.iter().filter(|t| !self.rows.contains_key(**t)).count();
         if missing > 0 {
             return Err(format!(
-                "{missing} of {} {what} texts have no external vector: embed the texts `eval --export-texts DIR` writes for the same sets (e.g. scripts/embed-external.py MODEL DIR)",
+                "{missing} of {} {what} texts have no external vector: embed the texts `search-eval --export-texts DIR` writes for the same sets (e.g. scripts/embed-external.py MODEL DIR)",
                 texts.len()
             ));
         }

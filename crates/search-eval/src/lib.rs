@@ -1,0 +1,30 @@
+//! search-eval: the research harness of the tool search. It ranks through the same
+//! `tool_search::Index::search_hybrid` that answers `mcp_search`, over files instead of
+//! upstreams:
+//!
+//! - [`eval`] (`search-eval [FLAGS]`, no subcommand): retrieval metrics (R@1, R@5, MRR,
+//!   abstention, ...) of one query set with gold labels, or of every visible set at once, with
+//!   per-query comparison against saved rankings (`--baseline`) and, with a model, the semantic
+//!   arm and each arm alone (`--arms`).
+//! - [`search`] (`search-eval search --catalog FILE QUERY`): one query's ranking of a catalog
+//!   file's tools, with `--explain` for each score's parts.
+//! - [`vectors`]: the semantic arm's vectors for both, the model's kept in a cache folder
+//!   between runs, or another model's vectors read from files (`--vectors`, after
+//!   `--export-texts`).
+//!
+//! Its tests (`tests/`) hold the retrieval floors on the visible sets (`../shared/bench`).
+//!
+//! # Why a crate of its own
+//!
+//! Nothing here runs in a deployment: it reads evaluation sets and catalog files, keeps a
+//! vector cache, writes rankings and texts for outside models. Kept out of the
+//! `mcp-search-proxy` binary, it leaves the service's command line to what a deployment runs
+//! (`serve`, `demo`, `demo-upstream`), and the harness can grow flags and tables without
+//! touching or rebuilding the service. It depends only on the search (`tool-search`) and the
+//! model (`embed`), the two pieces whose quality it measures.
+
+#![forbid(unsafe_code)]
+
+pub mod eval;
+pub mod search;
+pub mod vectors;
