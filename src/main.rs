@@ -16,7 +16,7 @@ const EX_USAGE: u8 = 64;
 /// mimalloc as the global allocator: the proxy relays each call across threads (HTTP worker →
 /// upstream actor → back), so most allocations are freed on another thread than the one that
 /// made them; glibc malloc spent ~20% of the proxy's CPU there and kept an arena per thread.
-/// Its options come from the environment (`MIMALLOC_*`, see the README's Performance section
+/// Its options come from the environment (`MIMALLOC_*`, see docs/performance.md
 /// and the Dockerfile); nothing here changes them at run time.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -54,6 +54,7 @@ mod other_methods;
 mod post;
 mod reply;
 mod state;
+mod wire;
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -63,25 +64,13 @@ use actix_web::dev::ServerHandle;
 use actix_web::{web, App, HttpServer};
 use tokio::task::JoinHandle;
 
-pub use control::{Stats, UpstreamControl};
+pub use control::UpstreamControl;
 pub use options::UpstreamOptions;
 use state::Shared;
+pub use state::Stats;
 
-/// Protocol versions this server speaks, newest first (the first is the negotiation fallback).
-pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
-
-const SESSION_HEADER: &str = "mcp-session-id";
-const VERSION_HEADER: &str = "mcp-protocol-version";
-/// Request bodies above this size get 413; far above any real `tools/call`.
-const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
-
-const PARSE_ERROR: i64 = -32700;
-const INVALID_REQUEST: i64 = -32600;
-const METHOD_NOT_FOUND: i64 = -32601;
-const INVALID_PARAMS: i64 = -32602;
-/// Implementation-defined range, used by the SDKs for transport-level refusals.
-const SERVER_ERROR: i64 = -32000;
-const SESSION_NOT_FOUND: i64 = -32001;
+use wire::MAX_BODY_BYTES;
+pub use wire::SUPPORTED_PROTOCOL_VERSIONS;
 
 /// A started upstream. Dropping it stops the server too; [`RunningUpstream::stop`] also waits.
 pub struct RunningUpstream {

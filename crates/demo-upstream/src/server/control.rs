@@ -2,49 +2,13 @@
 //! tool changes, slow calls and listings, listings held at a gate), and the [`Stats`] of what the
 //! server has seen.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::state::{index_by_name, Shared};
-
-/// What the server has seen so far; a snapshot taken by [`UpstreamControl::stats`].
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Stats {
-    /// `initialize` requests answered with a result.
-    pub initialize: u64,
-    /// `notifications/cancelled` received.
-    pub cancelled_notifications: u64,
-    /// `notifications/initialized` received.
-    pub initialized_notifications: u64,
-    /// `tools/list` requests (one per page) answered.
-    pub tools_list: u64,
-    /// `tools/call` requests accepted (counted before the call delay, and for unknown tools).
-    pub tools_call: u64,
-    /// `ping` requests answered.
-    pub ping: u64,
-    /// Session ids handed out by `initialize`.
-    pub sessions_minted: u64,
-    /// Sessions ended by a client `DELETE`.
-    pub sessions_deleted: u64,
-    /// Sessions alive at snapshot time.
-    pub live_sessions: usize,
-    /// Requests answered 404 `Session not found`: shows a client hit an expired session.
-    pub session_not_found: u64,
-    /// GET streams opened (list-changed mode).
-    pub get_streams: u64,
-    /// Client responses received (answers to the server's pings).
-    pub client_responses: u64,
-    /// Requests answered 401.
-    pub unauthorized: u64,
-    /// Name and arguments of the latest `tools/call`.
-    pub last_call: Option<(String, Value)>,
-    /// Headers of the latest `tools/call`, names lower-cased, repeated values joined by ", ".
-    pub last_headers: BTreeMap<String, String>,
-}
+use super::state::{index_by_name, Shared, Stats};
 
 impl Stats {
     /// A header of the latest `tools/call`, by case-insensitive name.

@@ -6,8 +6,7 @@ use actix_web::http::StatusCode;
 use actix_web::HttpResponse;
 use serde_json::{json, Value};
 
-use super::state::Shared;
-use super::{INVALID_REQUEST, SERVER_ERROR, SESSION_NOT_FOUND};
+use super::wire::{INVALID_REQUEST, SESSION_NOT_FOUND};
 
 /// One parsed JSON-RPC message.
 pub(super) enum Message {
@@ -82,15 +81,6 @@ pub(super) fn parse_message(value: Value) -> Result<Message, Refusal> {
         (None, Some(_)) if object.contains_key("result") || object.contains_key("error") => Ok(Message::Response),
         (None, id) => Err(invalid(id, "no method")),
     }
-}
-
-pub(super) fn method_not_allowed(shared: &Shared) -> HttpResponse {
-    let allow = if shared.config.stateful { "POST, DELETE" } else { "POST" };
-    let mut response = refuse(StatusCode::METHOD_NOT_ALLOWED, SERVER_ERROR, "Method Not Allowed").into_response();
-    response
-        .headers_mut()
-        .insert(header::ALLOW, header::HeaderValue::from_static(allow));
-    response
 }
 
 pub(super) fn session_not_found() -> Refusal {

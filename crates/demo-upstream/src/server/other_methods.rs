@@ -3,12 +3,13 @@
 
 use std::convert::Infallible;
 
-use actix_web::http::header;
+use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
 
-use super::messages::method_not_allowed;
+use super::messages::refuse;
 use super::state::Shared;
+use super::wire::SERVER_ERROR;
 
 /// `DELETE /mcp`: ends the named session (stateful mode) so that its id gets 404 afterwards.
 pub(super) async fn delete_mcp(req: HttpRequest, shared: web::Data<Shared>) -> HttpResponse {
@@ -56,4 +57,14 @@ pub(super) async fn other_method(req: HttpRequest, shared: web::Data<Shared>) ->
         .content_type("text/event-stream")
         .insert_header((header::CACHE_CONTROL, "no-cache"))
         .streaming(body)
+}
+
+/// 405 with the methods this server allows (`DELETE` only when it keeps sessions).
+fn method_not_allowed(shared: &Shared) -> HttpResponse {
+    let allow = if shared.config.stateful { "POST, DELETE" } else { "POST" };
+    let mut response = refuse(StatusCode::METHOD_NOT_ALLOWED, SERVER_ERROR, "Method Not Allowed").into_response();
+    response
+        .headers_mut()
+        .insert(header::ALLOW, header::HeaderValue::from_static(allow));
+    response
 }

@@ -12,7 +12,7 @@ use super::ids::{decode_cursor, encode_cursor, mint_session_id};
 use super::messages::{parse_message, refuse, session_not_found, Message, Refusal, RpcError};
 use super::reply::{respond, Reply};
 use super::state::Shared;
-use super::{
+use super::wire::{
     INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, SESSION_HEADER, SUPPORTED_PROTOCOL_VERSIONS,
     VERSION_HEADER,
 };

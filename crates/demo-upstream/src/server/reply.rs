@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::messages::RpcError;
 use super::state::Shared;
-use super::SESSION_HEADER;
+use super::wire::SESSION_HEADER;
 
 /// What a request produced, before it is framed as JSON or SSE.
 pub(super) struct Reply {

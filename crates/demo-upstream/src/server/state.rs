@@ -1,7 +1,7 @@
 //! The state the handlers share (the fixed configuration, the tools, sessions, fault switches
 //! and counters) and the checks every method passes: outage, bearer token, `Origin`, session.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -14,7 +14,8 @@ use serde_json::Value;
 
 use super::headers::{header_str, origin_is_loopback};
 use super::messages::{refuse, session_not_found, Refusal};
-use super::{Stats, UpstreamOptions, INVALID_REQUEST, SERVER_ERROR, SESSION_HEADER};
+use super::options::UpstreamOptions;
+use super::wire::{INVALID_REQUEST, SERVER_ERROR, SESSION_HEADER};
 
 /// The immutable part of the options.
 #[derive(Debug)]
@@ -28,7 +29,42 @@ pub(super) struct Config {
     pub(super) list_changed: bool,
 }
 
-/// What every handler and the [`super::UpstreamControl`] share.
+/// What the server has seen so far; a snapshot taken by [`UpstreamControl::stats`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stats {
+    /// `initialize` requests answered with a result.
+    pub initialize: u64,
+    /// `notifications/cancelled` received.
+    pub cancelled_notifications: u64,
+    /// `notifications/initialized` received.
+    pub initialized_notifications: u64,
+    /// `tools/list` requests (one per page) answered.
+    pub tools_list: u64,
+    /// `tools/call` requests accepted (counted before the call delay, and for unknown tools).
+    pub tools_call: u64,
+    /// `ping` requests answered.
+    pub ping: u64,
+    /// Session ids handed out by `initialize`.
+    pub sessions_minted: u64,
+    /// Sessions ended by a client `DELETE`.
+    pub sessions_deleted: u64,
+    /// Sessions alive at snapshot time.
+    pub live_sessions: usize,
+    /// Requests answered 404 `Session not found`: shows a client hit an expired session.
+    pub session_not_found: u64,
+    /// GET streams opened (list-changed mode).
+    pub get_streams: u64,
+    /// Client responses received (answers to the server's pings).
+    pub client_responses: u64,
+    /// Requests answered 401.
+    pub unauthorized: u64,
+    /// Name and arguments of the latest `tools/call`.
+    pub last_call: Option<(String, Value)>,
+    /// Headers of the latest `tools/call`, names lower-cased, repeated values joined by ", ".
+    pub last_headers: BTreeMap<String, String>,
+}
+
+/// What every handler and the `UpstreamControl` share.
 #[derive(Debug)]
 pub(super) struct Shared {
     pub(super) config: Config,
@@ -36,7 +72,7 @@ pub(super) struct Shared {
     /// Numbers SSE streams, so event ids are unique across the server's lifetime.
     pub(super) next_stream: AtomicU64,
     /// The list gate: open (`true`) unless a test closed it; while closed, `tools/list`
-    /// answers are held (see [`super::UpstreamControl::close_list_gate`]).
+    /// answers are held (see `UpstreamControl::close_list_gate`).
     pub(super) list_gate: tokio::sync::watch::Sender<bool>,
 }
 
