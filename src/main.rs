@@ -26,7 +26,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
     name = "mcp-search-proxy",
     version,
     about = "An MCP proxy that replaces hundreds of upstream tool schemas with four tools: mcp_search, mcp_describe, mcp_call, mcp_refresh.",
-    after_help = "Configuration comes from environment variables (UPSTREAMS, CATALOG_TTL_SEC, MANIFEST_PATH, PORT, LOG_LEVEL, ...); see the README.\nWithout a subcommand the proxy serves (same as `serve`)."
+    after_help = "Configuration comes from environment variables (UPSTREAMS, CATALOG_TTL_SEC, MANIFEST_PATH, PORT, LOG_LEVEL, ...); see docs/configuration.md.\nWithout a subcommand the proxy serves (same as `serve`)."
 )]
 struct Cli {
     #[command(subcommand)]

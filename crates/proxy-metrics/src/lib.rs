@@ -345,7 +345,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// Registers every family (once; the names are the `/metrics` contract, see the README).
+    /// Registers every family (once; the names are the `/metrics` contract, see docs/operations.md).
     pub fn new() -> Metrics {
         let mut registry = Registry::with_prefix("mcp_proxy");
         let requests = Family::default();

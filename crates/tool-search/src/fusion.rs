@@ -15,7 +15,8 @@ pub struct Semantic<'a> {
     pub query: &'a [f32],
 }
 
-/// Fusion constants (one set for every catalog; `README.md` has what each measured).
+/// Fusion constants (one set for every catalog; `docs/search-experiments.md` has what each
+/// measured).
 #[derive(Debug, Clone)]
 struct FusionParams {
     /// Candidates taken from each arm.

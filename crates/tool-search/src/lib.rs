@@ -45,9 +45,9 @@
 //!
 //! This file holds the index's data types ([`Index`], postings, terms, the pair table), the
 //! ranking constants (`PARAMS`, one set for every catalog and query kind) and the caps on work.
-//! `README.md` beside `src/` keeps the figures: where the search stands, how to measure a change,
-//! and the tuning history (what each rule measured when it was added, and what was tried and
-//! dropped).
+//! `docs/search.md` (at the workspace root) keeps the figures: where the search stands and how
+//! to measure a change; `docs/search-experiments.md` what each rule measured when it was added,
+//! and what was tried and dropped (one row each).
 //!
 //! # Design
 //!
@@ -252,7 +252,7 @@
 //! `enviar un mensaje al canal de Slack` is read as `send un message al channel de Slack`,
 //! `创建一个新的 GitHub 仓库` as `create create GitHub repository`).
 //! The constants are the largest semantic weights at which no visible set loses
-//! beyond noise (`README.md`).
+//! beyond noise (`docs/search-experiments.md`).
 
 //! # Bounded work
 //!
@@ -402,7 +402,7 @@ impl Field {
 }
 
 /// Ranking constants: one set for every catalog and query kind (no per-dataset switches).
-/// The crate docs say why each exists; `README.md`'s tuning history, what each measured.
+/// The crate docs say why each exists; `docs/search-experiments.md`, what each measured.
 #[derive(Debug, Clone)]
 struct Params {
     k1: f64,

@@ -9,8 +9,8 @@
 //!   read in lower case, and the lower-case form wins when both are set (as curl does). The
 //!   "httpoxy" reason curl has for ignoring upper-case `HTTP_PROXY` (a CGI request header that
 //!   becomes an environment variable) does not apply to a long-running service whose
-//!   environment is its operator's. `ALL_PROXY` is not read and SOCKS is not supported (the
-//!   README says so).
+//!   environment is its operator's. `ALL_PROXY` is not read and SOCKS is not supported
+//!   (`docs/configuration.md` says so).
 //! - A proxy URL is `http://[user[:password]@]host[:port]` (no scheme means `http://`; port 80
 //!   by default, as Go's and Python's clients do). Only plain-HTTP proxies are supported: an
 //!   `https://` or `socks5://` proxy is a configuration error, never silently ignored.
