@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use proxy_core::catalog::report::{upstream_reports, RefreshFailure, RefreshReason, RefreshReport};
-use proxy_core::catalog::snapshot::{self, Snapshot};
+use proxy_core::catalog::snapshot::{self, Snapshot, UpstreamState};
 use proxy_core::catalog::{ingest, manifest};
 use proxy_core::policy::Policy;
 
@@ -42,49 +42,8 @@ pub(super) fn apply_fanout(
     let mut any_ok = false;
     let mut results: HashMap<String, Result<Listing, UpstreamError>> = results.into_iter().collect();
     for state in states.iter_mut() {
-        let Some(result) = results.remove(&state.label) else {
-            continue;
-        };
-        match result {
-            Ok(listing) => {
-                any_ok = true;
-                let (tools, dropped) = ingest::admit(&state.label, listing.tools);
-                state.dropped = dropped;
-                if tools.is_empty() && !state.tools.is_empty() && !state.suspect_empty {
-                    // An aggregator restarting before its backends connect lists nothing for
-                    // a while: one empty listing does not erase the catalog and the manifest.
-                    log::warn!(
-                        upstream = state.label.as_str(),
-                        kept_tools = state.tools.len();
-                        "upstream listed no tools; previous tools kept until an empty listing repeats"
-                    );
-                    state.suspect_empty = true;
-                    state.last_error = Some(format!(
-                        "listed no tools (had {}); the previous tools are kept until the next refresh confirms the empty list",
-                        state.tools.len()
-                    ));
-                    continue;
-                }
-                state.suspect_empty = false;
-                state.tools = tools;
-                state.instructions = listing.instructions.as_deref().map(ingest::admit_instructions);
-                state.listed_at_ms = Some(now);
-                state.last_error = None;
-                state.era = Some(listing.era);
-                state.protocol_version = Some(listing.protocol_version);
-                state.ttl_ms = listing.ttl_ms;
-            }
-            Err(e) => {
-                let age = state.listed_at_ms.map(|t| now.saturating_sub(t) / 1000);
-                log::warn!(
-                    upstream = state.label.as_str(),
-                    error = e.to_string().as_str(),
-                    kept_tools = state.tools.len(),
-                    listing_age_sec = age.unwrap_or(0);
-                    "upstream skipped in refresh"
-                );
-                state.last_error = Some(e.to_string());
-            }
+        if let Some(result) = results.remove(&state.label) {
+            any_ok |= apply_listing(state, result, now);
         }
     }
     if !any_ok {
@@ -110,6 +69,67 @@ pub(super) fn apply_fanout(
             log::error!(path = path.display().to_string().as_str(), error = e.to_string().as_str(); "manifest write failed");
         }
     }
+    let report = fanout_report(previous, &snapshot, (added, removed, modified), reason, started, now);
+    Ok((snapshot, report))
+}
+
+/// Applies one upstream's listing (or its failure) to its snapshot entry; whether it answered.
+/// A failure keeps the previous tools (served stale) and records the error; one empty listing
+/// after a non-empty one is not believed yet.
+fn apply_listing(state: &mut UpstreamState, result: Result<Listing, UpstreamError>, now: u64) -> bool {
+    match result {
+        Ok(listing) => {
+            let (tools, dropped) = ingest::admit(&state.label, listing.tools);
+            state.dropped = dropped;
+            if tools.is_empty() && !state.tools.is_empty() && !state.suspect_empty {
+                // An aggregator restarting before its backends connect lists nothing for
+                // a while: one empty listing does not erase the catalog and the manifest.
+                log::warn!(
+                    upstream = state.label.as_str(),
+                    kept_tools = state.tools.len();
+                    "upstream listed no tools; previous tools kept until an empty listing repeats"
+                );
+                state.suspect_empty = true;
+                state.last_error = Some(format!(
+                    "listed no tools (had {}); the previous tools are kept until the next refresh confirms the empty list",
+                    state.tools.len()
+                ));
+                return true;
+            }
+            state.suspect_empty = false;
+            state.tools = tools;
+            state.instructions = listing.instructions.as_deref().map(ingest::admit_instructions);
+            state.listed_at_ms = Some(now);
+            state.last_error = None;
+            state.era = Some(listing.era);
+            state.protocol_version = Some(listing.protocol_version);
+            state.ttl_ms = listing.ttl_ms;
+            true
+        }
+        Err(e) => {
+            let age = state.listed_at_ms.map(|t| now.saturating_sub(t) / 1000);
+            log::warn!(
+                upstream = state.label.as_str(),
+                error = e.to_string().as_str(),
+                kept_tools = state.tools.len(),
+                listing_age_sec = age.unwrap_or(0);
+                "upstream skipped in refresh"
+            );
+            state.last_error = Some(e.to_string());
+            false
+        }
+    }
+}
+
+/// What a fan-out that produced `snapshot` did, logged as one `catalog refreshed` line.
+fn fanout_report(
+    previous: &Snapshot,
+    snapshot: &Snapshot,
+    (added, removed, modified): (Vec<String>, Vec<String>, Vec<String>),
+    reason: RefreshReason,
+    started: Instant,
+    now: u64,
+) -> RefreshReport {
     let report = RefreshReport {
         reason,
         ran: true,
@@ -139,7 +159,7 @@ pub(super) fn apply_fanout(
         latency_ms = report.duration_ms;
         "catalog refreshed"
     );
-    Ok((snapshot, report))
+    report
 }
 
 /// Names added, removed and modified between two snapshots (sorted).
@@ -193,7 +213,6 @@ pub(super) fn jitter(ttl: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proxy_core::catalog::snapshot::UpstreamState;
 
     #[test]
     fn ttl_hints_shorten_the_period_within_bounds() {

@@ -347,103 +347,84 @@ impl Default for Metrics {
 impl Metrics {
     /// Registers every family (once; the names are the `/metrics` contract, see docs/operations.md).
     pub fn new() -> Metrics {
+        // Registered in this order: the order of the families in the OpenMetrics text.
         let mut registry = Registry::with_prefix("mcp_proxy");
-        let requests = Family::default();
-        registry.register(
+        let requests = registered(
+            &mut registry,
             "requests",
             "MCP requests answered, by JSON-RPC method and outcome (ok, tool_error, or the JSON-RPC error class)",
-            requests.clone(),
+            Family::default(),
         );
-        let tool_calls = Family::default();
-        registry.register(
-            "tool_calls",
-            "Upstream tool calls (mcp_call and pinned tools), by upstream, tool (catalog names only, else other) and outcome",
-            tool_calls.clone(),
-        );
-        let tool_call_duration: HistogramFamily<CallLatencyLabels> = Family::new_with_constructor(call_histogram);
-        registry.register(
+        let tool_calls = registered(&mut registry, "tool_calls", "Upstream tool calls (mcp_call and pinned tools), by upstream, tool (catalog names only, else other) and outcome", Family::default());
+        let tool_call_duration: HistogramFamily<CallLatencyLabels> = registered(
+            &mut registry,
             "tool_call_duration_seconds",
             "Latency of tool calls sent upstream, by upstream and tool",
-            tool_call_duration.clone(),
+            Family::new_with_constructor(call_histogram),
         );
-        let tool_calls_in_flight = Family::default();
-        registry.register(
+        let tool_calls_in_flight = registered(
+            &mut registry,
             "tool_calls_in_flight",
             "Tool calls waiting for their upstream now",
-            tool_calls_in_flight.clone(),
+            Family::default(),
         );
-        let upstream_errors = Family::default();
-        registry.register(
+        let upstream_errors = registered(
+            &mut registry,
             "upstream_errors",
             "Failed exchanges with upstreams (calls and listings) and session resets, by upstream and kind",
-            upstream_errors.clone(),
+            Family::default(),
         );
-        let refreshes = Family::default();
-        registry.register(
+        let refreshes = registered(
+            &mut registry,
             "refreshes",
             "Catalog fan-out refreshes, by outcome (ok: every upstream listed; partial; failed: none did) and reason",
-            refreshes.clone(),
+            Family::default(),
         );
-        let refresh_duration: HistogramFamily<OutcomeLabels> = Family::new_with_constructor(refresh_histogram);
-        registry.register(
+        let refresh_duration: HistogramFamily<OutcomeLabels> = registered(
+            &mut registry,
             "refresh_duration_seconds",
             "Duration of catalog fan-out refreshes, by outcome",
-            refresh_duration.clone(),
+            Family::new_with_constructor(refresh_histogram),
         );
-        let searches = Counter::default();
-        registry.register(
+        let searches = registered(
+            &mut registry,
             "searches",
             "mcp_search queries answered (a call with a list of queries counts each)",
-            searches.clone(),
+            Counter::default(),
         );
-        let searches_empty = Counter::default();
-        registry.register(
+        let searches_empty = registered(
+            &mut registry,
             "searches_empty",
             "mcp_search queries answered with no result",
-            searches_empty.clone(),
+            Counter::default(),
         );
-        let search_duration = Histogram::new(SEARCH_BUCKETS);
-        registry.register(
+        let search_duration = registered(
+            &mut registry,
             "search_duration_seconds",
             "Latency of mcp_search calls (all their queries)",
-            search_duration.clone(),
+            Histogram::new(SEARCH_BUCKETS),
         );
-        let retrieval_calls = Family::default();
-        registry.register(
-            "retrieval_calls",
-            "mcp_calls by the called tool's rank in the caller's last mcp_search results (1, 2, 3, 4-5, 6-10, 11+, miss) or no_search",
-            retrieval_calls.clone(),
-        );
-        let searches_per_call = Histogram::new(SEARCHES_PER_CALL_BUCKETS);
-        registry.register(
+        let retrieval_calls = registered(&mut registry, "retrieval_calls", "mcp_calls by the called tool's rank in the caller's last mcp_search results (1, 2, 3, 4-5, 6-10, 11+, miss) or no_search", Family::default());
+        let searches_per_call = registered(
+            &mut registry,
             "retrieval_searches_per_call",
             "mcp_search calls a caller made since its previous mcp_call, observed at each mcp_call",
-            searches_per_call.clone(),
+            Histogram::new(SEARCHES_PER_CALL_BUCKETS),
         );
-        let semantic_tools_embedded = Gauge::default();
-        registry.register(
-            "semantic_tools_embedded",
-            "Tools of the catalog the semantic arm searches that have a vector (0 while the first vectors are computed, or without EMBED_MODEL)",
-            semantic_tools_embedded.clone(),
-        );
-        let semantic_tools = Gauge::default();
-        registry.register(
+        let semantic_tools_embedded = registered(&mut registry, "semantic_tools_embedded", "Tools of the catalog the semantic arm searches that have a vector (0 while the first vectors are computed, or without EMBED_MODEL)", Gauge::default());
+        let semantic_tools = registered(
+            &mut registry,
             "semantic_tools",
             "Tools of the newest catalog the embedding actor has taken up",
-            semantic_tools.clone(),
+            Gauge::default(),
         );
-        let query_embedding_duration = Histogram::new(QUERY_EMBEDDING_BUCKETS);
-        registry.register(
+        let query_embedding_duration = registered(
+            &mut registry,
             "query_embedding_duration_seconds",
             "Time an mcp_search waited for its query vectors (cache hits included; timeouts counted at the timeout)",
-            query_embedding_duration.clone(),
+            Histogram::new(QUERY_EMBEDDING_BUCKETS),
         );
-        let searches_lexical_fallback = Family::default();
-        registry.register(
-            "searches_lexical_fallback",
-            "mcp_search calls answered lexically only although EMBED_MODEL is set, by reason (not_ready, timeout, error)",
-            searches_lexical_fallback.clone(),
-        );
+        let searches_lexical_fallback = registered(&mut registry, "searches_lexical_fallback", "mcp_search calls answered lexically only although EMBED_MODEL is set, by reason (not_ready, timeout, error)", Family::default());
         Metrics {
             registry,
             semantic_tools_embedded,
@@ -680,6 +661,18 @@ pub fn sample(text: &str, name: &str, labels: &str) -> Option<f64> {
     text.lines()
         .find_map(|l| l.strip_prefix(key.as_str())?.strip_prefix(' '))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+/// Registers `metric` under `name` with its `help` text and returns it (the registry keeps a
+/// clone; both share the same atomics).
+fn registered<M: prometheus_client::registry::Metric + Clone>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    metric: M,
+) -> M {
+    registry.register(name, help, metric.clone());
+    metric
 }
 
 #[cfg(test)]
