@@ -169,7 +169,7 @@ async fn start_proxy_full(
 
 /// Waits until the startup refresh has finished (a fan-out ran and the catalog is idle).
 pub async fn settle(tp: &TestProxy) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let status = tp.catalog_status().await;
         if status.fanouts >= 1 && !status.refreshing {

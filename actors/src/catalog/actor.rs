@@ -145,6 +145,8 @@ impl CatalogActor {
                 .collect(),
         };
         let snapshot = Arc::new(Snapshot::build(states, 0, &cfg.policy));
+        // The manifest's text and the index build's tables are garbage now.
+        heap::release();
         let published = tokio::sync::watch::channel(snapshot.clone()).0;
         CatalogActor {
             cfg,
@@ -221,7 +223,12 @@ impl CatalogActor {
                 }
             });
             let results: Vec<(String, Result<Listing, UpstreamError>)> = futures_util::future::join_all(calls).await;
-            let work = move || apply_fanout(&previous, results, reason, started, manifest_path.as_deref(), &policy);
+            let work = move || {
+                let out = apply_fanout(&previous, results, reason, started, manifest_path.as_deref(), &policy);
+                // The build's tables and the merged listings are garbage now (see the heap crate).
+                heap::release();
+                out
+            };
             match tokio::task::spawn_blocking(work).await {
                 Ok(r) => r,
                 Err(e) => Err(RefreshFailure {
@@ -254,6 +261,8 @@ impl CatalogActor {
             Ok((snapshot, report)) => {
                 self.snapshot = Arc::new(snapshot);
                 drop(self.published.send_replace(self.snapshot.clone()));
+                // Usually the previous snapshot's last reference, just dropped.
+                heap::release();
                 Ok(report)
             }
             Err(failure) => Err(failure),

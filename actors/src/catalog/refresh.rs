@@ -54,7 +54,7 @@ pub(super) fn apply_fanout(
             upstreams,
         });
     }
-    let snapshot = Snapshot::build(states, previous.generation + 1, policy);
+    let snapshot = Snapshot::rebuild(states, previous.generation + 1, policy, previous);
     let (added, removed, modified) = journal(previous, &snapshot);
     for name in &modified {
         let upstream = snapshot.get(name).map(|t| t.upstream.as_str()).unwrap_or("");

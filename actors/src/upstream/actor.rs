@@ -157,6 +157,9 @@ impl Handler<ListTools> for UpstreamActor {
         Box::pin(async move {
             let started = Instant::now();
             let out = conn.with_timeout(list_tools(&conn, &msg.previous)).await;
+            // The pages' parse trees are garbage now: hand their pages back before the catalog
+            // builds on another thread (see the heap crate).
+            heap::release();
             let ms = started.elapsed().as_millis() as u64;
             match &out {
                 Ok(l) => {

@@ -76,6 +76,7 @@ pub(super) fn build_on(tools: &[CatalogTool], params: &Params, threads: usize) -
         pair_starts,
         surfaces,
     } = first_pass(tools, &analyzer, threads);
+    heap::release();
     docs.shrink_to_fit();
     let surface_ids: FxHashMap<String, u32> = surfaces
         .iter()
@@ -115,6 +116,7 @@ pub(super) fn build_on(tools: &[CatalogTool], params: &Params, threads: usize) -
         (weigh(), names(), words(), pairs())
     };
     drop(doc_terms);
+    heap::release();
     let leads = lead_counts(&docs, term_texts.len());
     let terms = terms(
         term_texts,

@@ -65,7 +65,9 @@ pub struct SourceSummary {
 pub struct Snapshot {
     pub tools: Vec<CatalogTool>,
     pub by_name: HashMap<String, usize>,
-    pub index: Index,
+    /// The search index over `tools` (shared with the previous snapshot when a refresh left
+    /// every tool as it was, in the same order: see [`Snapshot::rebuild`]).
+    pub index: Arc<Index>,
     /// Stable hash of the merged catalog (tool definitions and routing).
     pub fingerprint: String,
     pub sources: Vec<SourceSummary>,
@@ -80,14 +82,32 @@ pub struct Snapshot {
     /// Normalized full and bare names of the withheld tools ([`tool_search::names::keys`]): a
     /// name that could mean one of them is never repaired into another tool.
     pub withheld_keys: std::collections::HashSet<String>,
-    /// Compiled input-schema validators, aligned with `tools`, compiled on first use.
-    pub validators: Vec<crate::args::CachedValidator>,
+    /// Compiled input-schema validators, aligned with `tools`, compiled on first use (shared
+    /// like `index`).
+    pub validators: Arc<[crate::args::CachedValidator]>,
 }
 
 impl Snapshot {
     /// Merges upstream states (in configuration order) into a snapshot, keeping only the
     /// tools the policy allows.
     pub fn build(upstreams: Vec<UpstreamState>, generation: u64, policy: &Policy) -> Snapshot {
+        Snapshot::build_on(upstreams, generation, policy, None)
+    }
+
+    /// [`Snapshot::build`] after `previous`: when the merged catalog has the same tools as
+    /// `previous` in the same order (a refresh that changed nothing, the common case), the
+    /// index and the compiled validators are `previous`'s, shared, not built again; so a
+    /// refresh that changes nothing holds no second index, even for a moment.
+    pub fn rebuild(upstreams: Vec<UpstreamState>, generation: u64, policy: &Policy, previous: &Snapshot) -> Snapshot {
+        Snapshot::build_on(upstreams, generation, policy, Some(previous))
+    }
+
+    fn build_on(
+        upstreams: Vec<UpstreamState>,
+        generation: u64,
+        policy: &Policy,
+        previous: Option<&Snapshot>,
+    ) -> Snapshot {
         let mut tools: Vec<CatalogTool> = Vec::new();
         let mut by_name: HashMap<String, usize> = HashMap::new();
         let mut collisions = Vec::new();
@@ -118,8 +138,13 @@ impl Snapshot {
         }
         let fingerprint = fingerprint(&tools);
         let sources = summarize_sources(&tools, &upstreams);
-        let index = Index::build(&tools);
-        let tools_len = tools.len();
+        let (index, validators) = match previous.filter(|p| same_tools(&p.tools, &tools)) {
+            Some(p) => (p.index.clone(), p.validators.clone()),
+            None => (
+                Arc::new(Index::build(&tools)),
+                (0..tools.len()).map(|_| Default::default()).collect(),
+            ),
+        };
         let mut pinned: Vec<usize> = (0..tools.len()).filter(|&i| policy.pins(&tools[i])).collect();
         pinned.sort_by(|&a, &b| tools[a].tool.name.cmp(&tools[b].tool.name));
         Snapshot {
@@ -131,7 +156,7 @@ impl Snapshot {
             collisions,
             upstreams,
             generation,
-            validators: (0..tools_len).map(|_| Default::default()).collect(),
+            validators,
             pinned,
             withheld,
             withheld_keys,
@@ -307,6 +332,20 @@ impl std::io::Write for HashWriter {
     }
 }
 
+/// Whether two merged catalogs hold the same definitions, sources and routes in the same
+/// order (what the index and the validators are built from). Unchanged definitions are the
+/// same `Arc` (the listing reuses them), so this is a pointer comparison for each tool; a
+/// definition that came again as a copy compares by its cached hash.
+fn same_tools(a: &[CatalogTool], b: &[CatalogTool]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x.upstream == y.upstream
+                && x.source == y.source
+                && (Arc::ptr_eq(&x.tool, &y.tool)
+                    || (x.tool.name == y.tool.name && tool_hash_u64(&x.tool) == tool_hash_u64(&y.tool)))
+        })
+}
+
 fn fingerprint(tools: &[CatalogTool]) -> String {
     let mut entries: Vec<(&str, &str, String)> = tools
         .iter()
@@ -457,6 +496,42 @@ mod tests {
                 dropped: "b".into()
             }]
         );
+    }
+
+    #[test]
+    fn a_rebuild_with_the_same_tools_in_the_same_order_shares_the_index_and_validators() {
+        let (a, b) = (Arc::new(tool("x-a", "Send mail.")), Arc::new(tool("x-b", "Read mail.")));
+        let st = |tools: Vec<Arc<Tool>>| {
+            vec![UpstreamState {
+                tools,
+                ..state("u", vec![])
+            }]
+        };
+        let first = Snapshot::build(st(vec![a.clone(), b.clone()]), 1, &Policy::default());
+        // the same definitions (shared, or equal copies): the index is the previous one
+        let same = Snapshot::rebuild(st(vec![a.clone(), b.clone()]), 2, &Policy::default(), &first);
+        assert!(Arc::ptr_eq(&first.index, &same.index));
+        assert!(Arc::ptr_eq(&first.validators, &same.validators));
+        let copies = vec![Arc::new(tool("x-a", "Send mail.")), Arc::new(tool("x-b", "Read mail."))];
+        assert!(Arc::ptr_eq(
+            &first.index,
+            &Snapshot::rebuild(st(copies), 2, &Policy::default(), &first).index
+        ));
+        // another order, a changed definition, or one tool more: a new index
+        for tools in [
+            vec![b.clone(), a.clone()],
+            vec![a.clone(), Arc::new(tool("x-b", "Read mail, changed."))],
+            vec![a.clone(), b.clone(), Arc::new(tool("x-c", "Delete mail."))],
+        ] {
+            let next = Snapshot::rebuild(st(tools), 2, &Policy::default(), &first);
+            assert!(!Arc::ptr_eq(&first.index, &next.index));
+            assert_eq!(next.validators.len(), next.tools.len());
+            assert_eq!(
+                next.index.search("mail", 5).len(),
+                next.tools.len(),
+                "the new index covers every tool"
+            );
+        }
     }
 
     #[test]
