@@ -2,6 +2,9 @@
 # One reproducible performance run of mcp-search-proxy, printed as one markdown table.
 #
 #   benches/compare.sh            # ~3-4 minutes after the build; see benches/README.md
+#   benches/compare.sh --ab OLD_BINARY NEW_BINARY
+#                                 # A/B of two builds in one run: the relay (benches/ab.sh) and
+#                                 # memory and start (benches/memory.sh), cells alternated
 #
 # Builds in release mode, then starts everything on 127.0.0.1 and measures in this one run:
 #   - a fast fake upstream (`mcp-search-proxy demo-upstream`, the 557-tool deployment catalog,
@@ -24,12 +27,19 @@
 #   CATALOGS          catalog directory (default ../shared/bench/catalogs)
 #   OUT               keep raw JSON results and logs in this directory (default: a temporary
 #                     directory, removed at exit)
-#   MIMALLOC_ARENA_EAGER_COMMIT, MIMALLOC_PURGE_DELAY
-#                     the allocator options of the proxy (default 0 and 10: the Dockerfile's)
+# The proxy runs as a user runs the binary: no allocator environment variables are set here
+# (set MIMALLOC_* yourself to measure the container image's options).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+
+if [[ "${1:-}" == "--ab" ]]; then
+  OLD="${2:?usage: benches/compare.sh --ab OLD_BINARY NEW_BINARY}"
+  NEW="${3:?usage: benches/compare.sh --ab OLD_BINARY NEW_BINARY}"
+  "$ROOT/benches/ab.sh" "$OLD" "$NEW"
+  exec "$ROOT/benches/memory.sh" "$OLD" "$NEW"
+fi
 
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 DURATION="${DURATION:-5}"
@@ -51,9 +61,6 @@ BIG_PAGE_SIZE="${BIG_PAGE_SIZE:-500}"
 # Duration of the tool in the extra "realistic tool" row (milliseconds).
 SLOW_TOOL_MS="${SLOW_TOOL_MS:-5}"
 
-# The proxy runs with the allocator options the container image sets (deploy/Dockerfile).
-export MIMALLOC_ARENA_EAGER_COMMIT="${MIMALLOC_ARENA_EAGER_COMMIT:-0}"
-export MIMALLOC_PURGE_DELAY="${MIMALLOC_PURGE_DELAY:-10}"
 
 log() { printf '[compare] %s\n' "$*" >&2; }
 die() { printf '[compare] ERROR: %s\n' "$*" >&2; exit 1; }
