@@ -156,7 +156,11 @@ impl EmbeddingActor {
                 &mut store,
                 &texts,
                 CHUNK,
-                |t| embedder.embed_at(t, TOOL_MAX_TOKENS).map_err(|e| e.to_string()),
+                |t| {
+                    let vectors = embedder.embed_at(t, TOOL_MAX_TOKENS).map_err(|e| e.to_string());
+                    embed::release_memory();
+                    vectors
+                },
                 || latest.load(Ordering::Relaxed) != generation,
                 |store, done| {
                     progress.done.store(done, Ordering::Relaxed);

@@ -26,10 +26,11 @@
 //!
 //! # Why these crates
 //!
-//! - `candle-core`/`candle-nn`: pure-Rust tensors that load the safetensors weights as they
-//!   are; no C++ runtime to build or download. The weights are read into memory
-//!   (`load_buffer`), not memory mapped, because mapping a file is `unsafe` in Rust and this
-//!   crate forbids `unsafe`. `candle-transformers` gives the BERT config type (and, in the
+//! - `candle-core`/`candle-nn`: pure-Rust tensors; no C++ runtime to build or download. The
+//!   weights are read from `model.safetensors` one tensor at a time straight into the tensors'
+//!   storage (`weights`), not memory mapped (mapping a file is `unsafe` in Rust and this crate
+//!   forbids it) nor read whole first (candle's `load_buffer` held the file and the tensors at
+//!   once: 87 MB more at the peak). `candle-transformers` gives the BERT config type (and, in the
 //!   tests, the reference BERT the [`encoder`] is checked against).
 //! - `gemm` (candle's matrix product) with its `x86-v4` feature: the AVX-512 kernels, chosen at
 //!   run time where the CPU has AVX-512 (elsewhere the AVX2 ones run as before). Without it
@@ -77,14 +78,14 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use candle_core::quantized::GgmlDType;
-use candle_core::{DType, Device, Tensor};
 use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
 use rayon::prelude::*;
-use sha2::{Digest, Sha256};
+use sha2::Digest;
 use tokenizers::{Tokenizer, TruncationParams};
 
 pub mod encoder;
 pub mod store;
+mod weights;
 
 use encoder::Encoder;
 
@@ -257,6 +258,16 @@ impl fmt::Debug for Embedder {
     }
 }
 
+/// Hands the freed pages of every thread of the embedding pool, and of the calling thread,
+/// back to the allocator (see the `heap` crate). A batch's activations are freed on the pool's
+/// threads, which would otherwise keep them each for itself while the next chunk's texts,
+/// of other lengths, need other sizes; called between the chunks of a catalog's embedding and
+/// after a model is loaded, never per query.
+pub fn release_memory() {
+    rayon::broadcast(|_| heap::release());
+    heap::release();
+}
+
 impl Embedder {
     /// Loads the model in `dir` (see the crate docs for the files it reads), on the CPU.
     pub fn load(dir: impl AsRef<Path>) -> Result<Self, EmbedError> {
@@ -282,28 +293,13 @@ impl Embedder {
             }))
             .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
 
-        let device = Device::Cpu;
-        let weights = read(&dir.join("model.safetensors"))?;
-        let mut digest = Sha256::new();
-        digest.update(&weights);
+        // one tensor at a time into the tensors' storage; the digest is the whole file's
+        let (tensors, mut digest) = weights::load(&dir.join("model.safetensors"))?;
         digest.update(&tokenizer_bytes);
         digest.update(format!("{config:?}").as_bytes());
         let files_digest = digest.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect();
         // one copy of the weights, shared (tensors are reference counted) by the f32 model and
         // the query encoder
-        let tensors: std::collections::HashMap<String, Tensor> =
-            candle_core::safetensors::load_buffer(&weights, &device)?
-                .into_iter()
-                .map(|(name, t)| {
-                    let t = if t.dtype().is_float() {
-                        t.to_dtype(DType::F32)?
-                    } else {
-                        t
-                    };
-                    Ok((name, t))
-                })
-                .collect::<Result<_, candle_core::Error>>()?;
-        drop(weights);
         let Some(model) = Encoder::build(&tensors, &config, GgmlDType::F32)? else {
             return Err(EmbedError::Config {
                 path: dir.join("config.json"),
@@ -318,6 +314,8 @@ impl Embedder {
             _ if Encoder::int8_worthwhile() => Encoder::build(&tensors, &config, GgmlDType::Q8_0)?,
             _ => None,
         };
+        // the quantization's and the conversion's temporaries are garbage now
+        release_memory();
         Ok(Self {
             model,
             query,
