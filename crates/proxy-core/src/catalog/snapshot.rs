@@ -335,14 +335,12 @@ impl std::io::Write for HashWriter {
 /// Whether two merged catalogs hold the same definitions, sources and routes in the same
 /// order (what the index and the validators are built from). Unchanged definitions are the
 /// same `Arc` (the listing reuses them), so this is a pointer comparison for each tool; a
-/// definition that came again as a copy compares by its cached hash.
+/// definition that came again as a copy must be equal byte for byte (not only by its
+/// canonical hash: members in another order could index differently).
 fn same_tools(a: &[CatalogTool], b: &[CatalogTool]) -> bool {
     a.len() == b.len()
         && a.iter().zip(b).all(|(x, y)| {
-            x.upstream == y.upstream
-                && x.source == y.source
-                && (Arc::ptr_eq(&x.tool, &y.tool)
-                    || (x.tool.name == y.tool.name && tool_hash_u64(&x.tool) == tool_hash_u64(&y.tool)))
+            x.upstream == y.upstream && x.source == y.source && (Arc::ptr_eq(&x.tool, &y.tool) || *x.tool == *y.tool)
         })
 }
 
