@@ -212,8 +212,8 @@ fn a_relayed_call_allocates_within_its_budget() {
 }
 
 async fn relay_allocations() {
-    // Measured 291 (debug and release build alike: the count is the code's, not the
-    // optimizer's); the guard is that plus 10%. What they are: docs/performance.md.
+    // Measured 291 in the test profile (the build `scripts/test.sh` runs); the guard is that
+    // plus 10%. docs/performance.md has the figure.
     const BUDGET: f64 = 320.0;
     let upstream = Upstream::start_default();
     let tp = start_proxy(vec![upstream_config("demo", &upstream.url)], catalog_config(None)).await;
