@@ -23,21 +23,14 @@ DURATION="${DURATION:-4}"
 CONCURRENCY="${CONCURRENCY:-1 16 64}"
 CATALOG="${CATALOGS:-$ROOT/../shared/bench/catalogs}/deployment.json"
 [[ -f "$CATALOG" ]] || { echo "ab.sh: missing $CATALOG (set CATALOGS)" >&2; exit 1; }
-if [[ -z "${LOAD:-}" ]]; then
-  LOAD="$(cd "$ROOT" && cargo build --release --bench load --message-format=json 2>/dev/null |
-    python3 -c 'import json,sys
-for l in sys.stdin:
-    m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "load" and m.get("executable"):
-        print(m["executable"])' | tail -1)"
-fi
-[[ -x "$LOAD" ]] || { echo "ab.sh: no load generator (set LOAD)" >&2; exit 1; }
+# shellcheck source=benches/lib.sh
+source "$ROOT/benches/lib.sh"
+load_generator
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcp-ab.XXXXXX")"
 PIDS=()
 cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_ready() { for _ in $(seq 100); do curl -sf "$1" >/dev/null && return 0; sleep 0.2; done; echo "ab.sh: $1 not ready" >&2; exit 1; }
 
 UP=$(free_port)

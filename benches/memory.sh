@@ -27,21 +27,14 @@ SMALL="$CATALOGS/deployment.json"
 BIG="$CATALOGS/real-11k.json"
 for f in "$SMALL" "$BIG"; do [[ -f "$f" ]] || { echo "memory.sh: missing $f (set CATALOGS)" >&2; exit 1; }; done
 UPSTREAM_BIN="${UPSTREAM_BIN:-${BINS[-1]}}"
-if [[ -z "${LOAD:-}" ]]; then
-  LOAD="$(cd "$ROOT" && cargo build --release --bench load --message-format=json 2>/dev/null |
-    python3 -c 'import json,sys
-for l in sys.stdin:
-    m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "load" and m.get("executable"):
-        print(m["executable"])' | tail -1)"
-fi
-[[ -x "$LOAD" ]] || { echo "memory.sh: no load generator (set LOAD)" >&2; exit 1; }
+# shellcheck source=benches/lib.sh
+source "$ROOT/benches/lib.sh"
+load_generator
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcp-memory.XXXXXX")"
 PIDS=()
 cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_ready() { # url [tries of 50 ms]
   for _ in $(seq "${2:-1200}"); do curl -sf -o /dev/null "$1" && return 0; sleep 0.05; done
   echo "memory.sh: $1 not ready" >&2; exit 1

@@ -65,38 +65,22 @@ struct Upstream {
 }
 
 impl Upstream {
-    fn start(catalog: &std::path::Path, page_size: usize) -> Upstream {
+    /// `catalog` in pages of `page_size`, or with `None` the built-in demo catalog (no
+    /// ../shared needed) in one page.
+    fn start(catalog: Option<(&std::path::Path, usize)>) -> Upstream {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let child = Command::new(env!("CARGO_BIN_EXE_mcp-search-proxy"))
-            .args(["demo-upstream", "--bind", &format!("127.0.0.1:{port}"), "--catalog"])
-            .arg(catalog)
-            .args(["--page-size", &page_size.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("demo-upstream starts");
-        wait_listening(port);
-        Upstream {
-            child,
-            url: format!("http://127.0.0.1:{port}/mcp"),
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-search-proxy"));
+        cmd.args(["demo-upstream", "--bind", &format!("127.0.0.1:{port}")]);
+        if let Some((path, page_size)) = catalog {
+            cmd.arg("--catalog")
+                .arg(path)
+                .args(["--page-size", &page_size.to_string()]);
         }
-    }
-}
-
-impl Upstream {
-    /// The built-in demo catalog (no ../shared needed), one page.
-    fn start_default() -> Upstream {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(env!("CARGO_BIN_EXE_mcp-search-proxy"))
-            .args(["demo-upstream", "--bind", &format!("127.0.0.1:{port}")])
+        let child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -138,7 +122,7 @@ async fn load_and_refresh_11k() {
         return;
     };
     heap::mimalloc_is_global();
-    let upstream = Upstream::start(&catalog, 100);
+    let upstream = Upstream::start(Some((&catalog, 100)));
     let dir = tempfile::tempdir().unwrap();
     let manifest = dir.path().join("manifest.json");
     take_peak_mib();
@@ -215,7 +199,7 @@ async fn relay_allocations() {
     // Measured 291 in the test profile (the build `scripts/test.sh` runs); the guard is that
     // plus 10%. docs/performance.md has the figure.
     const BUDGET: f64 = 320.0;
-    let upstream = Upstream::start_default();
+    let upstream = Upstream::start(None);
     let tp = start_proxy(vec![upstream_config("demo", &upstream.url)], catalog_config(None)).await;
     let addr = tp.base.trim_start_matches("http://").to_string();
     let body = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"mcp_call","arguments":{"name":"quillmail-get_email","arguments":{"message_id":"m-1"}}}}"#;
