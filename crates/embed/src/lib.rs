@@ -29,8 +29,8 @@
 //! - `candle-core`/`candle-nn`: pure-Rust tensors; no C++ runtime to build or download. The
 //!   weights are read from `model.safetensors` one tensor at a time straight into the tensors'
 //!   storage (`weights`), not memory mapped (mapping a file is `unsafe` in Rust and this crate
-//!   forbids it) nor read whole first (candle's `load_buffer` held the file and the tensors at
-//!   once: 87 MB more at the peak). `candle-transformers` gives the BERT config type (and, in the
+//!   forbids it) nor read whole first (candle's `load_buffer` held the whole file, 87 MB for
+//!   MiniLM, beside the tensors). `candle-transformers` gives the BERT config type (and, in the
 //!   tests, the reference BERT the [`encoder`] is checked against).
 //! - `gemm` (candle's matrix product) with its `x86-v4` feature: the AVX-512 kernels, chosen at
 //!   run time where the CPU has AVX-512 (elsewhere the AVX2 ones run as before). Without it
