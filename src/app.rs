@@ -32,6 +32,7 @@ use proxy_actors::catalog::{CatalogActor, Refresh, RefreshReason};
 use proxy_actors::embedding::{EmbedQueries, Phase, SemanticIndex, SemanticState};
 use proxy_actors::retrieval::{self, ClientKey, RetrievalTracker};
 use proxy_actors::upstream::{CallTool, CancelToken, UpstreamActor};
+use proxy_core::catalog::resolve::{resolve, Resolution};
 use proxy_core::catalog::Snapshot;
 use proxy_core::tools::{
     self, CallOutcome, CallRequest, DescribeRequest, Prepared, RefreshOutcome, SearchAnswer, SearchRequest,
@@ -161,8 +162,8 @@ impl App {
             pinned,
         } = req;
         let mut snap = self.snapshot();
-        let mut prepared = tools::prepare(&snap, &name, arguments.clone());
-        if matches!(prepared, Prepared::Unknown) {
+        // A name the catalog lacks (even after repairs) asks for one refresh first.
+        if matches!(resolve(&snap, &name), Resolution::Unknown) {
             let _ = self
                 .catalog
                 .send(Refresh {
@@ -171,8 +172,8 @@ impl App {
                 })
                 .await;
             snap = self.snapshot();
-            prepared = tools::prepare(&snap, &name, arguments);
         }
+        let prepared = tools::prepare(&snap, &name, arguments);
         // A pinned tool is called by name, without searching: not retrieval telemetry.
         if let Some(client) = ctx.client.clone().filter(|_| !pinned) {
             let tool = match &prepared {
@@ -330,22 +331,22 @@ fn metric_of(outcome: &CallOutcome) -> metrics::CallOutcome {
 }
 
 /// A call sent upstream, counted in flight until it ends. A request dropped before its call
-/// ended (the client went away, or the shutdown cut it) counts the call as cancelled.
+/// ended (the client went away, or the shutdown cut it) counts the call as cancelled. Its
+/// series are resolved once per tool ([`metrics::CallSeries`]): recording a call builds no label.
 struct PendingCall {
     metrics: Arc<Metrics>,
-    upstream: String,
-    tool: String,
+    series: Arc<metrics::CallSeries>,
     started: Instant,
     in_flight: Option<metrics::InFlight>,
 }
 
 impl PendingCall {
     fn start(metrics: &Arc<Metrics>, upstream: &str, tool: &str) -> PendingCall {
+        let series = metrics.call_series(upstream, tool);
         PendingCall {
-            in_flight: Some(metrics.call_in_flight(upstream)),
+            in_flight: Some(metrics.series_in_flight(&series)),
             metrics: metrics.clone(),
-            upstream: upstream.to_string(),
-            tool: tool.to_string(),
+            series,
             started: Instant::now(),
         }
     }
@@ -357,7 +358,7 @@ impl PendingCall {
     fn record(&mut self, outcome: metrics::CallOutcome) {
         if self.in_flight.take().is_some() {
             let latency = Some(self.started.elapsed());
-            self.metrics.call(&self.upstream, &self.tool, outcome, latency);
+            self.metrics.series_call(&self.series, outcome, latency);
         }
     }
 }

@@ -138,23 +138,23 @@ async fn body_within(req: &HttpRequest, mut payload: web::Payload, limit: usize)
 
 /// What the client's `Accept` allows; neither JSON nor SSE is 406.
 pub fn accepts(req: &HttpRequest) -> Result<Accepts, HttpError> {
-    let accept = req
-        .headers()
-        .get_all(header::ACCEPT)
-        .filter_map(|v| v.to_str().ok())
-        .collect::<Vec<_>>()
-        .join(",")
-        .to_ascii_lowercase();
-    if accept.trim().is_empty() {
+    let (mut json, mut sse, mut listed) = (false, false, false);
+    for value in req.headers().get_all(header::ACCEPT).filter_map(|v| v.to_str().ok()) {
+        for media in value.split(',') {
+            let media = media.split(';').next().unwrap_or("").trim();
+            if media.is_empty() {
+                continue;
+            }
+            listed = true;
+            let is = |t: &str| media.eq_ignore_ascii_case(t);
+            let any = is("*/*");
+            json |= any || is("application/json") || is("application/*");
+            sse |= any || is("text/event-stream") || is("text/*");
+        }
+    }
+    if !listed {
         return Ok(Accepts { json: true, sse: false });
     }
-    let types: Vec<&str> = accept
-        .split(',')
-        .map(|t| t.split(';').next().unwrap_or("").trim())
-        .collect();
-    let any = types.contains(&"*/*");
-    let json = any || types.iter().any(|t| matches!(*t, "application/json" | "application/*"));
-    let sse = any || types.iter().any(|t| matches!(*t, "text/event-stream" | "text/*"));
     if json || sse {
         return Ok(Accepts { json, sse });
     }
@@ -167,12 +167,18 @@ pub fn accepts(req: &HttpRequest) -> Result<Accepts, HttpError> {
 /// 415 for a `Content-Type` other than JSON (none at all is accepted).
 pub fn content_type(req: &HttpRequest) -> Result<(), HttpError> {
     match req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) {
-        Some(ct) if !ct.trim().to_ascii_lowercase().starts_with("application/json") => Err(HttpError::invalid_request(
+        Some(ct) if !starts_with_ignore_case(ct.trim(), "application/json") => Err(HttpError::invalid_request(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             format!("Content-Type must be application/json, not {ct:?}"),
         )),
         _ => Ok(()),
     }
+}
+
+fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
+    s.as_bytes()
+        .get(..prefix.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes()))
 }
 
 #[cfg(test)]
@@ -192,5 +198,40 @@ mod tests {
             "https://chat.example.com",
             &["https://chat.example.com".to_string()]
         ));
+    }
+
+    #[test]
+    fn accept_and_content_type_are_read_without_case() {
+        use actix_web::test::TestRequest;
+        let accepts_of = |values: &[&str]| {
+            let mut r = TestRequest::post();
+            for v in values {
+                r = r.append_header((header::ACCEPT, *v));
+            }
+            accepts(&r.to_http_request()).ok().map(|a| (a.json, a.sse))
+        };
+        assert_eq!(accepts_of(&[]), Some((true, false)), "no Accept: JSON");
+        assert_eq!(accepts_of(&["  "]), Some((true, false)));
+        assert_eq!(accepts_of(&["Application/JSON, Text/Event-Stream"]), Some((true, true)));
+        assert_eq!(accepts_of(&["text/event-stream;q=0.9"]), Some((false, true)));
+        assert_eq!(
+            accepts_of(&["application/json", "text/event-stream"]),
+            Some((true, true))
+        );
+        assert_eq!(accepts_of(&["*/*"]), Some((true, true)));
+        assert_eq!(accepts_of(&["application/*"]), Some((true, false)));
+        assert_eq!(accepts_of(&["text/html"]), None, "406");
+        let ct = |v: &str| {
+            content_type(
+                &TestRequest::post()
+                    .insert_header((header::CONTENT_TYPE, v))
+                    .to_http_request(),
+            )
+            .is_ok()
+        };
+        assert!(ct("application/json"));
+        assert!(ct(" Application/JSON; charset=utf-8"));
+        assert!(!ct("text/plain"));
+        assert!(!ct("app"));
     }
 }

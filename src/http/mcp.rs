@@ -35,12 +35,13 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use mcp_wire::jsonrpc::{self, Incoming, Request, RequestId, RpcError};
+use mcp_wire::raw::RawObject;
 use mcp_wire::trace::CallTrace;
 use mcp_wire::{modern, version, Era};
 use proxy_actors::retrieval::ClientKey;
 use proxy_actors::sessions;
 use proxy_actors::upstream::{cancel_pair, CancelHandle};
-use proxy_core::tools::{ToolOutcome, ToolRequest};
+use proxy_core::tools::{ToolOutcome, ToolRequest, ToolResult};
 use upstream_http::CancelReason;
 
 use super::checks;
@@ -99,18 +100,6 @@ enum Answer {
     Value(Value),
     Text(Arc<str>),
     Tool(ToolOutcome, Era),
-}
-
-impl Answer {
-    /// The result member as a value.
-    fn into_value(self) -> Value {
-        match self {
-            Answer::Value(v) => v,
-            Answer::Text(text) => serde_json::from_str(&text).unwrap_or(Value::Null),
-            Answer::Tool(outcome, Era::Modern) => modern_result(outcome.into_result()),
-            Answer::Tool(outcome, Era::Legacy) => outcome.into_result(),
-        }
-    }
 }
 
 /// A request that failed: a JSON-RPC error in a 200 reply, or a refusal with its own status.
@@ -326,16 +315,26 @@ async fn cancellable(
     }
 }
 
-/// The response text for a result.
+/// The response text for a result. A relayed tool result is written as it came (its
+/// members raw), stamped for a modern client.
 fn result_text(id: &RequestId, answer: Answer) -> String {
     match answer {
-        Answer::Value(v) => jsonrpc::result_response(id, v).to_string(),
+        Answer::Value(v) => jsonrpc::result_response_text(id, &v),
         // The same bytes `result_response` would give (member order jsonrpc, id, result).
         Answer::Text(result) => {
             let id = serde_json::to_string(id).unwrap_or_else(|_| "null".into());
             format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
         }
-        tool @ Answer::Tool(..) => jsonrpc::result_response(id, tool.into_value()).to_string(),
+        Answer::Tool(outcome, era) => match outcome.into_tool_result() {
+            ToolResult::Built(v) if era == Era::Modern => jsonrpc::result_response_text(id, &modern_result(v)),
+            ToolResult::Built(v) => jsonrpc::result_response_text(id, &v),
+            ToolResult::Relayed(mut raw) => {
+                if era == Era::Modern {
+                    modern_stamp_raw(&mut raw);
+                }
+                jsonrpc::result_response_text(id, &raw)
+            }
+        },
     }
 }
 
@@ -457,6 +456,14 @@ fn modern_result(mut result: Value) -> Value {
     result
 }
 
+/// [`modern_result`] for a relayed result, whose members stay raw.
+fn modern_stamp_raw(result: &mut RawObject) {
+    result.insert_value("resultType", "complete");
+    let mut meta = result.object("_meta").unwrap_or_default();
+    meta.insert(modern::META_SERVER_INFO.into(), server_info());
+    result.insert_value("_meta", &meta);
+}
+
 /// Answers a `tools/call` as an SSE stream (see [`stream::notifications_then`]). Dropping the
 /// stream (the client left) drops the call's cancel handle, which cancels it upstream.
 fn stream_call(state: web::Data<AppState>, request: Request, call: Call) -> HttpResponse {
@@ -472,16 +479,21 @@ fn stream_call(state: web::Data<AppState>, request: Request, call: Call) -> Http
         let outcome = until_cut(&state, &cancel, dispatch(&state, &request, call.era, context)).await;
         log_request(&state, &request, &outcome, started.elapsed(), &call);
         match outcome {
-            Ok(answer) => jsonrpc::result_response(&request.id, answer.into_value()),
-            Err(Failure::Rpc(e)) => jsonrpc::error_response(Some(&request.id), &e),
-            Err(Failure::Http(e)) => jsonrpc::error_response(Some(&request.id), e.rpc_error()),
+            Ok(answer) => result_text(&request.id, answer),
+            Err(Failure::Rpc(e)) => jsonrpc::error_response(Some(&request.id), &e).to_string(),
+            Err(Failure::Http(e)) => jsonrpc::error_response(Some(&request.id), e.rpc_error()).to_string(),
         }
     });
     stream::notifications_then(reply, rx)
 }
 
-fn header_str<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
-    req.headers().get(name).and_then(|v| v.to_str().ok()).map(str::trim)
+/// A request header's value, trimmed. `name` is a lower-case literal: looked up as a static
+/// header name (a `&str` name would be parsed, and allocated, on every lookup).
+fn header_str<'a>(req: &'a HttpRequest, name: &'static str) -> Option<&'a str> {
+    req.headers()
+        .get(header::HeaderName::from_static(name))
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
 }
 
 /// A refusal of the modern era's rules as an HTTP error.

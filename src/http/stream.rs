@@ -23,11 +23,11 @@ pub fn reply(accepts: Accepts, text: String) -> HttpResponse {
 }
 
 /// Streams the notifications `rx` receives as SSE events while `call` runs, then the message
-/// `call` resolves to. The call runs inside the response stream: a client that disconnects
+/// (serialized) `call` resolves to. The call runs inside the response stream: a client that disconnects
 /// drops it (and whatever it holds, such as the handle that cancels an upstream call).
 pub fn notifications_then<F>(call: F, rx: mpsc::UnboundedReceiver<Value>) -> HttpResponse
 where
-    F: Future<Output = Value> + Unpin + 'static,
+    F: Future<Output = String> + Unpin + 'static,
 {
     enum Phase<F> {
         Running(F, mpsc::UnboundedReceiver<Value>),
@@ -49,7 +49,7 @@ where
                 while let Ok(note) = rx.try_recv() {
                     text.push_str(&sse::encode_event(&note.to_string(), None));
                 }
-                text.push_str(&sse::encode_event(&response.to_string(), None));
+                text.push_str(&sse::encode_event(&response, None));
                 Some((Ok(Bytes::from(text)), Phase::Done))
             }
         }

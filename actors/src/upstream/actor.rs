@@ -24,6 +24,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::cancel::CancelToken;
@@ -31,6 +33,7 @@ use super::connection::{Connection, RequestOptions, UpstreamSpec};
 use super::list_changes::{self, ToolsChanged};
 use super::session::{Ready, SessionState};
 use mcp_wire::jsonrpc;
+use mcp_wire::raw::RawObject;
 use mcp_wire::trace::TraceHeaders;
 use mcp_wire::types::Tool;
 use mcp_wire::{modern, Era};
@@ -61,9 +64,10 @@ pub struct ListTools {
     pub previous: Vec<Arc<Tool>>,
 }
 
-/// `tools/call` of one upstream tool; the upstream's `result` object is returned unchanged.
+/// `tools/call` of one upstream tool; the upstream's `result` object is returned unchanged,
+/// read one level deep (its members are the raw JSON the upstream sent).
 #[derive(Message)]
-#[rtype(result = "Result<Value, UpstreamError>")]
+#[rtype(result = "Result<RawObject, UpstreamError>")]
 pub struct CallTool {
     pub name: String,
     pub arguments: Value,
@@ -176,25 +180,25 @@ impl Handler<ListTools> for UpstreamActor {
 }
 
 impl Handler<CallTool> for UpstreamActor {
-    type Result = ResponseFuture<Result<Value, UpstreamError>>;
+    type Result = ResponseFuture<Result<RawObject, UpstreamError>>;
 
-    fn handle(&mut self, msg: CallTool, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, mut msg: CallTool, _: &mut Self::Context) -> Self::Result {
         let conn = self.conn.clone();
         Box::pin(async move {
             let started = Instant::now();
-            let tool = msg.name.clone();
-            let trace_id = msg.trace.as_ref().and_then(|t| t.trace_id()).unwrap_or("").to_string();
-            let out = call_tool(&conn, msg).await;
+            let out = call_tool(&conn, &mut msg).await;
             let ms = started.elapsed().as_millis() as u64;
+            let tool = msg.name.as_str();
+            let trace_id = msg.trace.as_ref().and_then(|t| t.trace_id()).unwrap_or("");
             match &out {
                 Ok(_) => {
                     // Debug: every call already has its info line (`mcp request`); two lines per call
                     // cost ~10% of the proxy's throughput at the default level.
-                    log::debug!(upstream = conn.spec.label.as_str(), tool = tool.as_str(), latency_ms = ms, trace_id = trace_id.as_str(); "upstream call")
+                    log::debug!(upstream = conn.spec.label.as_str(), tool = tool, latency_ms = ms, trace_id = trace_id; "upstream call")
                 }
                 Err(e) => {
                     count_error(&conn.spec, e);
-                    log::warn!(upstream = conn.spec.label.as_str(), tool = tool.as_str(), error = e.to_string().as_str(), latency_ms = ms, trace_id = trace_id.as_str(); "upstream call failed")
+                    log::warn!(upstream = conn.spec.label.as_str(), tool = tool, error = e.to_string().as_str(), latency_ms = ms, trace_id = trace_id; "upstream call failed")
                 }
             }
             out
@@ -291,6 +295,18 @@ const MAX_LISTING_BYTES: usize = 128 * 1024 * 1024;
 /// A `nextCursor` (kept for the repeat check, sent back on the next page).
 const MAX_CURSOR_BYTES: usize = 4096;
 
+/// One `tools/list` result, read straight from its JSON: each definition kept as its raw text
+/// until it is read into a [`Tool`] (no tree of the page is built).
+#[derive(Deserialize)]
+struct Page {
+    #[serde(default)]
+    tools: Option<Vec<Box<RawValue>>>,
+    #[serde(default, rename = "nextCursor")]
+    next_cursor: Option<Value>,
+    #[serde(default, rename = "ttlMs")]
+    ttl_ms: Option<Value>,
+}
+
 /// `tools/list`, all pages, within the limits above (see the module docs).
 async fn list_tools(conn: &Connection, previous: &[Arc<Tool>]) -> Result<Listing, UpstreamError> {
     let previous: std::collections::HashMap<&str, &Arc<Tool>> = previous.iter().map(|t| (t.name.as_str(), t)).collect();
@@ -306,19 +322,18 @@ async fn list_tools(conn: &Connection, previous: &[Arc<Tool>]) -> Result<Listing
     };
     for _ in 0..MAX_PAGES {
         let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-        let (mut result, ctx) = conn.request("tools/list", params, opts).await?;
+        let (result, ctx) = conn.request("tools/list", params, opts).await?;
         if received.get() > max_bytes {
             return Err(UpstreamError::InvalidReply(format!(
                 "tools/list pages add up to more than {max_bytes} bytes (the proxy's limit for one listing)"
             )));
         }
-        let page = match result.get_mut("tools").map(Value::take) {
-            Some(Value::Array(page)) => page,
-            _ => {
-                return Err(UpstreamError::InvalidReply(
-                    "tools/list result has no tools array".into(),
-                ))
-            }
+        let result: Page = serde_json::from_str(result.get())
+            .map_err(|e| UpstreamError::InvalidReply(format!("tools/list result is not a page of tools ({e})")))?;
+        let Some(page) = result.tools else {
+            return Err(UpstreamError::InvalidReply(
+                "tools/list result has no tools array".into(),
+            ));
         };
         if tools.len() + page.len() > MAX_LISTED_TOOLS {
             return Err(UpstreamError::InvalidReply(format!(
@@ -327,7 +342,7 @@ async fn list_tools(conn: &Connection, previous: &[Arc<Tool>]) -> Result<Listing
         }
         let modern_era = ctx.era() == Era::Modern;
         for t in page {
-            match serde_json::from_value::<Tool>(t) {
+            match serde_json::from_str::<Tool>(t.get()) {
                 Ok(tool) if tool.name.is_empty() => {
                     log::warn!(upstream = conn.spec.label.as_str(); "upstream tool skipped: empty name")
                 }
@@ -344,10 +359,10 @@ async fn list_tools(conn: &Connection, previous: &[Arc<Tool>]) -> Result<Listing
                 }
             }
         }
-        if let Some(t) = result.get("ttlMs").and_then(Value::as_u64).filter(|t| *t > 0) {
+        if let Some(t) = result.ttl_ms.as_ref().and_then(Value::as_u64).filter(|t| *t > 0) {
             ttl_ms = Some(ttl_ms.map_or(t, |m| m.min(t)));
         }
-        match result.get("nextCursor").and_then(Value::as_str) {
+        match result.next_cursor.as_ref().and_then(Value::as_str) {
             Some(next) => {
                 if next.len() > MAX_CURSOR_BYTES {
                     return Err(UpstreamError::InvalidReply(format!(
@@ -379,8 +394,13 @@ async fn list_tools(conn: &Connection, previous: &[Arc<Tool>]) -> Result<Listing
 }
 
 /// `tools/call`, with progress, timeouts and cancellation (see the module docs).
-async fn call_tool(conn: &Connection, msg: CallTool) -> Result<Value, UpstreamError> {
-    let params = json!({ "name": msg.name, "arguments": msg.arguments });
+/// The call's arguments are taken out of `msg` (sent, not copied).
+async fn call_tool(conn: &Connection, msg: &mut CallTool) -> Result<RawObject, UpstreamError> {
+    let mut params = Map::new();
+    params.insert("name".into(), Value::from(msg.name.as_str()));
+    params.insert("arguments".into(), std::mem::take(&mut msg.arguments));
+    let msg = &*msg;
+    let params = Value::Object(params);
     let last_activity = Cell::new(Instant::now());
     let current_id: Cell<Option<i64>> = Cell::new(None);
     let forward = |v: Value| {
@@ -416,10 +436,7 @@ async fn call_tool(conn: &Connection, msg: CallTool) -> Result<Value, UpstreamEr
         }
     };
     let (result, _) = outcome?;
-    if !result.is_object() {
-        return Err(UpstreamError::InvalidReply("tools/call result is not an object".into()));
-    }
-    Ok(result)
+    RawObject::parse(result.get()).map_err(|_| UpstreamError::InvalidReply("tools/call result is not an object".into()))
 }
 
 /// Like `with_timeout`, but each progress notification restarts the clock, within

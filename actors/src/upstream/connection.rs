@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::session::{Handshake, RequestContext, SessionState, SharedSession, CLIENT_NAME};
@@ -144,15 +145,16 @@ impl Connection {
     }
 
     /// One request with the era and session rules: get ready if needed; on a lost session or
-    /// a changed era reset once and retry once. Returns the result and the session that gave it.
+    /// a changed era reset once and retry once. Returns the result (raw JSON, for the caller
+    /// to read as far as it needs) and the session that gave it.
     pub(super) async fn request(
         &self,
         method: &str,
         params: Option<Value>,
         opts: RequestOptions<'_>,
-    ) -> Result<(Value, RequestContext), UpstreamError> {
+    ) -> Result<(Box<RawValue>, RequestContext), UpstreamError> {
         let ctx = self.ensure_ready().await?;
-        match self.attempt(&ctx, method, params.clone(), opts).await {
+        match self.attempt(&ctx, method, params.as_ref(), opts).await {
             Attempt::Done(r) => r.map(|v| (v, ctx)),
             lost @ (Attempt::SessionLost | Attempt::EraChanged) => {
                 let forget_era = matches!(lost, Attempt::EraChanged);
@@ -161,7 +163,7 @@ impl Connection {
                     .metrics
                     .upstream_error_kind(&self.spec.label, UpstreamErrorKind::SessionReset);
                 let ctx = self.reset(ctx.generation, forget_era).await?;
-                match self.attempt(&ctx, method, params, opts).await {
+                match self.attempt(&ctx, method, params.as_ref(), opts).await {
                     Attempt::Done(r) => r.map(|v| (v, ctx)),
                     Attempt::SessionLost | Attempt::EraChanged => Err(UpstreamError::Http {
                         status: 404,
@@ -172,12 +174,13 @@ impl Connection {
         }
     }
 
-    /// Sends the request once, in the session `ctx`.
+    /// Sends the request once, in the session `ctx`. The body is written straight from
+    /// `params` and the era's `_meta` (nothing of the call is copied).
     async fn attempt(
         &self,
         ctx: &RequestContext,
         method: &str,
-        params: Option<Value>,
+        params: Option<&Value>,
         opts: RequestOptions<'_>,
     ) -> Attempt {
         let id = self.fresh_id();
@@ -185,29 +188,24 @@ impl Connection {
             c.set(Some(id));
         }
         let rid = RequestId::Num(id);
-        let mut params = params;
-        match ctx.era() {
-            Era::Legacy => {
-                if let (Some(meta), Some(Value::Object(p))) = (opts.meta, params.as_mut()) {
-                    if !meta.is_empty() {
-                        p.insert("_meta".into(), Value::Object(meta.clone()));
-                    }
-                }
-            }
+        let meta: Option<std::borrow::Cow<'_, Map<String, Value>>> = match ctx.era() {
+            // Legacy: the caller's `_meta`, if any, into an object `params`.
+            Era::Legacy => opts
+                .meta
+                .filter(|m| !m.is_empty() && params.is_some_and(Value::is_object))
+                .map(std::borrow::Cow::Borrowed),
+            // Modern: every request is stamped.
             Era::Modern => {
                 let mut meta = opts.meta.cloned().unwrap_or_default();
                 meta.extend(modern::request_meta(CLIENT_NAME, env!("CARGO_PKG_VERSION")));
-                let p = params.get_or_insert_with(|| json!({}));
-                if let Value::Object(p) = p {
-                    p.insert("_meta".into(), Value::Object(meta));
-                }
+                Some(std::borrow::Cow::Owned(meta))
             }
-        }
-        let body = jsonrpc::request(&rid, method, params);
+        };
+        let body = jsonrpc::request_text(&rid, method, params, meta.as_deref());
         let message = Message {
             method: Some(method),
             name: opts.name,
-            mirror: opts.input_schema.zip(body.pointer("/params/arguments")),
+            mirror: opts.input_schema.zip(params.and_then(|p| p.get("arguments"))),
             idempotent: method != "tools/call",
             trace: opts.trace,
         };
@@ -216,7 +214,7 @@ impl Connection {
             .post(
                 ctx.envelope(),
                 message,
-                Bytes::from(body.to_string()),
+                Bytes::from(body),
                 Some(&rid),
                 self.spec.max_response_bytes,
                 opts.sink,
@@ -304,14 +302,10 @@ impl Connection {
             Err(UpstreamError::InvalidReply(_)) => return Ok(self.probed(Era::Legacy, Handshake::default())),
             Err(e) => return Err(e),
         };
-        let rpc_error = reply.message.as_ref().and_then(transport::rpc_error_of);
-        let era = classify_probe(reply.status, reply.message.as_ref(), rpc_error.as_ref())?;
-        let told = reply
-            .message
-            .as_ref()
-            .and_then(|m| m.get("result"))
-            .map(Handshake::of)
-            .unwrap_or_default();
+        let rpc_error = reply.rpc_error();
+        let result: Option<Value> = reply.result().and_then(|r| serde_json::from_str(r.get()).ok());
+        let era = classify_probe(reply.status, result.as_ref(), rpc_error.as_ref())?;
+        let told = result.as_ref().map(Handshake::of).unwrap_or_default();
         Ok(self.probed(era, told))
     }
 
@@ -354,8 +348,9 @@ impl Connection {
             .post_handshake(Envelope::Bare, "initialize", &body, Some(&id))
             .await?;
         let session_id = reply.session_id.clone();
-        let rpc_error = reply.message.as_ref().and_then(transport::rpc_error_of);
-        let result = interpret(reply, rpc_error)?;
+        let rpc_error = reply.rpc_error();
+        let result: Value = serde_json::from_str(interpret(reply, rpc_error)?.get())
+            .map_err(|e| UpstreamError::InvalidReply(format!("initialize result is not JSON ({e})")))?;
         let negotiated = result
             .get("protocolVersion")
             .and_then(Value::as_str)

@@ -5,6 +5,8 @@
 //! method's params, so the HTTP layer can answer malformed input with the exact error code and
 //! still echo the request `id` whenever one could be read.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -76,10 +78,10 @@ pub struct Request {
 
 impl Request {
     /// `params` as an object; an absent `params` reads as an empty object.
-    pub fn params_object(&self) -> Result<Map<String, Value>, RpcError> {
+    pub fn params_object(&self) -> Result<Cow<'_, Map<String, Value>>, RpcError> {
         match &self.params {
-            None | Some(Value::Null) => Ok(Map::new()),
-            Some(Value::Object(m)) => Ok(m.clone()),
+            None | Some(Value::Null) => Ok(Cow::Owned(Map::new())),
+            Some(Value::Object(m)) => Ok(Cow::Borrowed(m)),
             Some(_) => Err(RpcError::new(INVALID_PARAMS, "params must be an object")),
         }
     }
@@ -205,9 +207,44 @@ impl Incoming {
     }
 }
 
-/// Serialises a success response.
+/// A success response (the result is moved in, not copied).
 pub fn result_response(id: &RequestId, result: Value) -> Value {
-    serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result})
+    let mut m = Map::new();
+    m.insert("jsonrpc".into(), Value::from("2.0"));
+    m.insert("id".into(), id_value(id));
+    m.insert("result".into(), result);
+    Value::Object(m)
+}
+
+/// The text of a success response: the bytes of `result_response(id, result).to_string()`,
+/// written straight from `result` (any `Serialize`, e.g. a `RawValue` relayed as it came)
+/// without building the response object.
+pub fn result_response_text<T: Serialize + ?Sized>(id: &RequestId, result: &T) -> String {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    write_json(&mut out, id);
+    out.extend_from_slice(br#","result":"#);
+    write_json(&mut out, result);
+    out.push(b'}');
+    // serde_json writes UTF-8 only.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Appends `value` as JSON; `null` if it cannot be (a map with non-string keys; never for the
+/// types written here).
+fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    let mark = out.len();
+    if serde_json::to_writer(&mut *out, value).is_err() {
+        out.truncate(mark);
+        out.extend_from_slice(b"null");
+    }
+}
+
+fn id_value(id: &RequestId) -> Value {
+    match id {
+        RequestId::Num(n) => Value::from(*n),
+        RequestId::Str(s) => Value::from(s.as_str()),
+    }
 }
 
 /// Serialises an error response; the `id` member is omitted (never `null`) when unknown.
@@ -215,7 +252,7 @@ pub fn error_response(id: Option<&RequestId>, error: &RpcError) -> Value {
     let mut m = Map::new();
     m.insert("jsonrpc".into(), Value::from("2.0"));
     if let Some(id) = id {
-        m.insert("id".into(), serde_json::to_value(id).unwrap_or(Value::Null));
+        m.insert("id".into(), id_value(id));
     }
     m.insert("error".into(), serde_json::to_value(error).unwrap_or(Value::Null));
     Value::Object(m)
@@ -225,12 +262,75 @@ pub fn error_response(id: Option<&RequestId>, error: &RpcError) -> Value {
 pub fn request(id: &RequestId, method: &str, params: Option<Value>) -> Value {
     let mut m = Map::new();
     m.insert("jsonrpc".into(), Value::from("2.0"));
-    m.insert("id".into(), serde_json::to_value(id).unwrap_or(Value::Null));
+    m.insert("id".into(), id_value(id));
     m.insert("method".into(), Value::from(method));
     if let Some(p) = params {
         m.insert("params".into(), p);
     }
     Value::Object(m)
+}
+
+/// The text of an outgoing request, written straight from borrowed parts: `meta`, if given,
+/// becomes the `_meta` member of `params` (an absent `params` becomes `{"_meta": …}`; a
+/// `params` that is not an object is sent as it is). The bytes of `request` with the `_meta`
+/// member inserted, without copying `params`.
+pub fn request_text(id: &RequestId, method: &str, params: Option<&Value>, meta: Option<&Map<String, Value>>) -> String {
+    /// `params` with `_meta` set to `meta` (last, or in place of the params' own).
+    struct WithMeta<'a> {
+        params: Option<&'a Map<String, Value>>,
+        meta: &'a Map<String, Value>,
+    }
+    impl Serialize for WithMeta<'_> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let mut map = serializer.serialize_map(None)?;
+            let mut placed = false;
+            for (k, v) in self.params.into_iter().flatten() {
+                if k == "_meta" {
+                    map.serialize_entry(k, self.meta)?;
+                    placed = true;
+                } else {
+                    map.serialize_entry(k, v)?;
+                }
+            }
+            if !placed {
+                map.serialize_entry("_meta", self.meta)?;
+            }
+            map.end()
+        }
+    }
+    #[derive(Serialize)]
+    #[serde(untagged)]
+    enum Params<'a> {
+        AsIs(&'a Value),
+        WithMeta(WithMeta<'a>),
+    }
+    #[derive(Serialize)]
+    struct Out<'a> {
+        jsonrpc: &'static str,
+        id: &'a RequestId,
+        method: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        params: Option<Params<'a>>,
+    }
+    let params = match (params, meta) {
+        (None, None) => None,
+        (Some(p), None) => Some(Params::AsIs(p)),
+        (Some(Value::Object(p)), Some(meta)) => Some(Params::WithMeta(WithMeta { params: Some(p), meta })),
+        (Some(p), Some(_)) => Some(Params::AsIs(p)),
+        (None, Some(meta)) => Some(Params::WithMeta(WithMeta { params: None, meta })),
+    };
+    let mut out = Vec::with_capacity(256);
+    write_json(
+        &mut out,
+        &Out {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params,
+        },
+    );
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// Serialises an outgoing notification.
@@ -248,6 +348,44 @@ pub fn notification(method: &str, params: Option<Value>) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_response_written_as_text_is_the_bytes_of_the_built_one() {
+        let result = json!({"content": [{"type": "text", "text": "a \"quoted\" é"}], "isError": false});
+        let raw = serde_json::value::to_raw_value(&result).unwrap();
+        for id in [RequestId::Num(-3), RequestId::Str("x\"y".into())] {
+            let built = result_response(&id, result.clone()).to_string();
+            assert_eq!(result_response_text(&id, &result), built);
+            assert_eq!(result_response_text(&id, &*raw), built);
+        }
+    }
+
+    #[test]
+    fn a_request_written_from_parts_is_the_bytes_of_the_built_one() {
+        let meta: Map<String, Value> = json!({"progressToken": 1, "é": "\"x\""}).as_object().cloned().unwrap();
+        let built = |params: Option<Value>, meta: Option<&Map<String, Value>>| {
+            let params = match (params, meta) {
+                (Some(Value::Object(mut p)), Some(m)) => {
+                    p.insert("_meta".into(), Value::Object(m.clone()));
+                    Some(Value::Object(p))
+                }
+                (None, Some(m)) => Some(json!({ "_meta": m })),
+                (p, _) => p,
+            };
+            request(&RequestId::Num(4), "tools/call", params).to_string()
+        };
+        let args = json!({"name": "t", "arguments": {"a": [1, 2.5, null], "b": "\u{e9}"}});
+        let owns_meta = json!({"_meta": {"old": true}, "name": "t"});
+        for params in [None, Some(args), Some(owns_meta), Some(json!([1])), Some(json!({}))] {
+            for m in [None, Some(&meta)] {
+                assert_eq!(
+                    request_text(&RequestId::Num(4), "tools/call", params.as_ref(), m),
+                    built(params.clone(), m),
+                    "{params:?} {m:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn classifies_requests_notifications_and_responses() {

@@ -6,6 +6,8 @@
 //!   request, notification or response and says precisely what is wrong with a bad one.
 //! - [`types`]: tool definitions as upstreams list them (name, title and description parsed,
 //!   every other member kept as compact, packed JSON text).
+//! - [`raw`]: a JSON object read one level deep ([`raw::RawObject`]): how a relayed tool result
+//!   passes through without being parsed into a tree.
 //! - [`sse`]: the Server-Sent Events decoder and encoder (bounded, chunking-independent).
 //! - [`version`]: the 2025-era protocol versions and negotiation, and [`Era`].
 //! - [`modern`]: the 2026-07-28 revision: `_meta` keys, `Mcp-Method`/`Mcp-Name`/`Mcp-Param-*`
@@ -20,6 +22,7 @@
 
 pub mod jsonrpc;
 pub mod modern;
+pub mod raw;
 pub mod sse;
 pub mod trace;
 pub mod types;

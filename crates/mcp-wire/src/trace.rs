@@ -103,7 +103,14 @@ impl TraceParent {
 
     /// The header value, version 00.
     pub fn header_value(&self) -> String {
-        format!("00-{}-{}-{:02x}", hex(&self.trace_id), hex(&self.parent_id), self.flags)
+        let mut out = String::with_capacity(55);
+        out.push_str("00-");
+        push_hex(&mut out, &self.trace_id);
+        out.push('-');
+        push_hex(&mut out, &self.parent_id);
+        out.push('-');
+        push_hex(&mut out, &[self.flags]);
+        out
     }
 }
 
@@ -201,7 +208,18 @@ fn hex_byte(pair: &[u8]) -> Option<u8> {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    let mut out = String::with_capacity(2 * bytes.len());
+    push_hex(&mut out, bytes);
+    out
+}
+
+/// Appends `bytes` as lower-case hex digits (no allocation per byte: this runs on every call).
+fn push_hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for &b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
 }
 
 #[cfg(test)]

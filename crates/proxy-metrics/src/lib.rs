@@ -28,8 +28,10 @@
 
 #![forbid(unsafe_code)]
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 use prometheus_client::encoding::{text, EncodeLabelSet};
@@ -149,6 +151,12 @@ pub enum CallOutcome {
 }
 
 impl CallOutcome {
+    const COUNT: usize = 6;
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             CallOutcome::Ok => "ok",
@@ -308,6 +316,20 @@ pub struct Metrics {
     semantic_tools: Gauge,
     query_embedding_duration: Histogram,
     searches_lexical_fallback: Family<ReasonLabels, Counter>,
+    /// The call series of each (upstream, tool) called so far, resolved once (see [`CallSeries`]).
+    call_series: RwLock<HashMap<String, HashMap<String, Arc<CallSeries>>>>,
+}
+
+/// The series one (upstream, tool) records its calls in, resolved once: a call looks them up
+/// by two borrowed names under a read lock, with no label built, hashed into a family or
+/// allocated. A series appears in `/metrics` when first recorded, as through the families.
+#[derive(Debug)]
+pub struct CallSeries {
+    upstream: String,
+    tool: String,
+    in_flight: Gauge,
+    outcomes: [OnceLock<Counter>; CallOutcome::COUNT],
+    latency: OnceLock<Histogram>,
 }
 
 /// Why a search with the semantic arm configured was answered lexically only, the `reason`
@@ -443,6 +465,66 @@ impl Metrics {
             search_duration,
             retrieval_calls,
             searches_per_call,
+            call_series: RwLock::default(),
+        }
+    }
+
+    /// The series of calls of `tool` (a catalog name, or [`OTHER`]) on `upstream`.
+    pub fn call_series(&self, upstream: &str, tool: &str) -> Arc<CallSeries> {
+        let found = self
+            .call_series
+            .read()
+            .ok()
+            .and_then(|m| m.get(upstream).and_then(|t| t.get(tool)).cloned());
+        if let Some(series) = found {
+            return series;
+        }
+        let series = Arc::new(CallSeries {
+            upstream: upstream.to_string(),
+            tool: tool.to_string(),
+            in_flight: self.tool_calls_in_flight.get_or_create_owned(&UpstreamLabels {
+                upstream: upstream.to_string(),
+            }),
+            outcomes: Default::default(),
+            latency: OnceLock::new(),
+        });
+        let Ok(mut map) = self.call_series.write() else {
+            return series;
+        };
+        map.entry(upstream.to_string())
+            .or_default()
+            .entry(tool.to_string())
+            .or_insert(series)
+            .clone()
+    }
+
+    /// A call of `series` is about to be sent: counted in flight until the guard drops.
+    pub fn series_in_flight(&self, series: &CallSeries) -> InFlight {
+        series.in_flight.inc();
+        InFlight(series.in_flight.clone())
+    }
+
+    /// A call of `series` ended (what [`Metrics::call`] records, without the lookups).
+    pub fn series_call(&self, series: &CallSeries, outcome: CallOutcome, latency: Option<Duration>) {
+        series.outcomes[outcome.index()]
+            .get_or_init(|| {
+                self.tool_calls.get_or_create_owned(&CallLabels {
+                    upstream: series.upstream.clone(),
+                    tool: series.tool.clone(),
+                    outcome: outcome.as_str(),
+                })
+            })
+            .inc();
+        if let Some(l) = latency {
+            series
+                .latency
+                .get_or_init(|| {
+                    self.tool_call_duration.get_or_create_owned(&CallLatencyLabels {
+                        upstream: series.upstream.clone(),
+                        tool: series.tool.clone(),
+                    })
+                })
+                .observe(l.as_secs_f64());
         }
     }
 
@@ -715,6 +797,57 @@ mod tests {
         assert_eq!(
             bounded_sources([("other", 2), ("a", 1)].into_iter()),
             vec![("a".to_string(), 1), (OTHER.to_string(), 2)]
+        );
+    }
+
+    #[test]
+    fn a_call_series_records_what_the_families_record() {
+        let (by_series, by_family) = (Metrics::new(), Metrics::new());
+        let series = by_series.call_series("up", "t");
+        assert!(Arc::ptr_eq(&series, &by_series.call_series("up", "t")), "resolved once");
+        {
+            let _g = by_series.series_in_flight(&series);
+            let _h = by_family.call_in_flight("up");
+            let (a, b) = (
+                by_series.encode(&Snapshot::default(), 0),
+                by_family.encode(&Snapshot::default(), 0),
+            );
+            assert_eq!(a, b, "one series each");
+            assert_eq!(
+                sample(&a, "mcp_proxy_tool_calls_in_flight", r#"upstream="up""#),
+                Some(1.0)
+            );
+        }
+        for (outcome, latency) in [
+            (CallOutcome::Ok, Some(Duration::from_millis(3))),
+            (CallOutcome::Ok, Some(Duration::from_millis(40))),
+            (CallOutcome::Cancelled, None),
+        ] {
+            by_series.series_call(&series, outcome, latency);
+            by_family.call("up", "t", outcome, latency);
+        }
+        let other = by_series.call_series("up", "u");
+        by_series.series_call(&other, CallOutcome::ToolError, None);
+        by_family.call("up", "u", CallOutcome::ToolError, None);
+        let text = by_series.encode(&Snapshot::default(), 0);
+        // The same lines (a family's series come in hash order, which differs between two).
+        let lines = |t: &str| {
+            let mut l: Vec<String> = t.lines().map(str::to_string).collect();
+            l.sort();
+            l
+        };
+        assert_eq!(lines(&text), lines(&by_family.encode(&Snapshot::default(), 0)));
+        assert_eq!(
+            sample(
+                &text,
+                "mcp_proxy_tool_calls_total",
+                r#"upstream="up",tool="t",outcome="ok""#
+            ),
+            Some(2.0)
+        );
+        assert_eq!(
+            sample(&text, "mcp_proxy_tool_calls_in_flight", r#"upstream="up""#),
+            Some(0.0)
         );
     }
 

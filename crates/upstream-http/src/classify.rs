@@ -7,17 +7,19 @@
 //!   longer speaks the modern era ([`modern_refusal_means_other_era`]).
 //! - `capped_message`: an upstream's error message as the proxy repeats it.
 
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::error::UpstreamError;
-use crate::transport;
+use crate::transport::{self, Body, RpcMessage};
 use mcp_wire::jsonrpc::{self, RpcError};
 use mcp_wire::{modern, Era};
 
 /// How one attempt ended, before the retry decision.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub enum Attempt {
-    Done(Result<Value, UpstreamError>),
+    /// The result (raw JSON, read by whoever needs it), or why there is none.
+    Done(Result<Box<RawValue>, UpstreamError>),
     /// Legacy: the request carried a session the upstream no longer knows.
     SessionLost,
     /// Modern: the upstream refused in a way that says it no longer speaks this era.
@@ -27,7 +29,7 @@ pub enum Attempt {
 /// Reads the reply to a request sent in `era`; `carried_session`: whether it carried an
 /// `Mcp-Session-Id` (only such a request can find its session lost).
 pub fn attempt(era: Era, carried_session: bool, reply: transport::Reply) -> Attempt {
-    let rpc_error = reply.message.as_ref().and_then(transport::rpc_error_of);
+    let rpc_error = reply.rpc_error();
     match era {
         Era::Legacy if carried_session && session_lost(reply.status, rpc_error.as_ref()) => Attempt::SessionLost,
         Era::Modern if modern_refusal_means_other_era(reply.status, rpc_error.as_ref()) => Attempt::EraChanged,
@@ -47,16 +49,16 @@ fn capped_message(message: &str) -> String {
     }
 }
 
-/// Reads the answer to the discovery probe. Modern: a result listing 2026-07-28, or a 400
-/// carrying one of the modern envelope errors. Legacy: any other refusal. Errors: auth
-/// failures and server errors (the era cannot be known yet).
-pub fn classify_probe(status: u16, message: Option<&Value>, error: Option<&RpcError>) -> Result<Era, UpstreamError> {
+/// Reads the answer to the discovery probe (`result`: the response's result, if any).
+/// Modern: a result listing 2026-07-28, or a 400 carrying one of the modern envelope errors.
+/// Legacy: any other refusal. Errors: auth failures and server errors (the era cannot be
+/// known yet).
+pub fn classify_probe(status: u16, result: Option<&Value>, error: Option<&RpcError>) -> Result<Era, UpstreamError> {
     if status == 401 || status == 403 || status >= 500 {
         let detail = error.map(|e| capped_message(&e.message)).unwrap_or_default();
         return Err(UpstreamError::Http { status, detail });
     }
     if (200..300).contains(&status) {
-        let result = message.and_then(|m| m.get("result"));
         let modern_listed = result
             .and_then(|r| r.get("supportedVersions"))
             .and_then(Value::as_array)
@@ -115,12 +117,12 @@ pub fn session_lost(status: u16, error: Option<&RpcError>) -> bool {
     })
 }
 
-/// Turns a reply into the request's result or a precise error.
-pub fn interpret(reply: transport::Reply, rpc_error: Option<RpcError>) -> Result<Value, UpstreamError> {
+/// Turns a reply into the request's result (raw JSON) or a precise error.
+pub fn interpret(reply: transport::Reply, rpc_error: Option<RpcError>) -> Result<Box<RawValue>, UpstreamError> {
     if !(200..300).contains(&reply.status) {
         let detail = match (&rpc_error, &reply.message) {
             (Some(e), _) => capped_message(&e.message),
-            (None, Some(Value::String(s))) => s.clone(),
+            (None, Some(Body::Text(s))) => s.clone(),
             _ => String::new(),
         };
         return Err(UpstreamError::Http {
@@ -133,9 +135,12 @@ pub fn interpret(reply: transport::Reply, rpc_error: Option<RpcError>) -> Result
         return Err(UpstreamError::Rpc(e));
     }
     match reply.message {
-        Some(Value::Object(mut m)) => m
-            .remove("result")
-            .ok_or_else(|| UpstreamError::InvalidReply("response has neither result nor error".into())),
+        Some(Body::Rpc(RpcMessage {
+            result: Some(result), ..
+        })) => Ok(result),
+        Some(Body::Rpc(_)) => Err(UpstreamError::InvalidReply(
+            "response has neither result nor error".into(),
+        )),
         _ => Err(UpstreamError::InvalidReply("response is not a JSON-RPC object".into())),
     }
 }
@@ -145,7 +150,14 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A reply whose body was `message` (a JSON-RPC object, or an error page's text).
     fn reply(status: u16, message: Option<Value>) -> transport::Reply {
+        let message = message.map(|m| match m {
+            Value::String(text) => Body::Text(text),
+            other => RpcMessage::parse(other.to_string().as_bytes())
+                .map(Body::Rpc)
+                .unwrap_or(Body::Text(other.to_string())),
+        });
         transport::Reply {
             status,
             session_id: None,
@@ -154,11 +166,19 @@ mod tests {
         }
     }
 
+    /// An attempt's result as text, or its error.
+    fn done(a: Attempt) -> Result<String, UpstreamError> {
+        match a {
+            Attempt::Done(r) => r.map(|v| v.get().to_string()),
+            other => panic!("not done: {other:?}"),
+        }
+    }
+
     #[test]
     fn the_probe_answer_tells_the_era() {
         let probe = |status, message: Value| {
-            let error = transport::rpc_error_of(&message);
-            classify_probe(status, Some(&message), error.as_ref())
+            let error = reply(status, Some(message.clone())).rpc_error();
+            classify_probe(status, message.get("result"), error.as_ref())
         };
         let failed = |code: i64| json!({"jsonrpc": "2.0", "id": 1, "error": {"code": code, "message": "no"}});
         let listing = |versions: Value| json!({"jsonrpc": "2.0", "id": 1, "result": {"supportedVersions": versions}});
@@ -219,19 +239,19 @@ mod tests {
     #[test]
     fn an_attempt_ends_by_era_and_session() {
         let not_found = || reply(404, Some(json!("Not Found")));
-        assert_eq!(attempt(Era::Legacy, true, not_found()), Attempt::SessionLost);
+        assert!(matches!(attempt(Era::Legacy, true, not_found()), Attempt::SessionLost));
         assert_eq!(
-            attempt(Era::Legacy, false, not_found()),
-            Attempt::Done(Err(UpstreamError::Http {
+            done(attempt(Era::Legacy, false, not_found())),
+            Err(UpstreamError::Http {
                 status: 404,
                 detail: "Not Found".into()
-            })),
+            }),
             "a stateless upstream has no session to lose"
         );
-        assert_eq!(attempt(Era::Modern, false, not_found()), Attempt::EraChanged);
+        assert!(matches!(attempt(Era::Modern, false, not_found()), Attempt::EraChanged));
         let ok = || reply(200, Some(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}})));
         for (era, session) in [(Era::Legacy, true), (Era::Legacy, false), (Era::Modern, false)] {
-            assert_eq!(attempt(era, session, ok()), Attempt::Done(Ok(json!({"tools": []}))));
+            assert_eq!(done(attempt(era, session, ok())), Ok(r#"{"tools":[]}"#.to_string()));
         }
         let expired = reply(
             200,
@@ -239,7 +259,7 @@ mod tests {
                 json!({"jsonrpc": "2.0", "id": 1, "error": {"code": jsonrpc::SERVER_ERROR, "message": "Session expired"}}),
             ),
         );
-        assert_eq!(attempt(Era::Legacy, true, expired), Attempt::SessionLost);
+        assert!(matches!(attempt(Era::Legacy, true, expired), Attempt::SessionLost));
     }
 
     #[test]
@@ -261,7 +281,7 @@ mod tests {
     fn interpret_separates_http_rpc_and_invalid_replies() {
         let r = reply;
         let ok = interpret(r(200, Some(json!({"jsonrpc":"2.0","id":1,"result":{"x":1}}))), None);
-        assert_eq!(ok.unwrap(), json!({"x":1}));
+        assert_eq!(ok.unwrap().get(), r#"{"x":1}"#);
         let http = interpret(r(503, Some(Value::String("busy".into()))), None).unwrap_err();
         assert_eq!(
             http,
@@ -273,6 +293,10 @@ mod tests {
         let e = RpcError::new(jsonrpc::INVALID_PARAMS, "bad");
         let rpc = interpret(r(200, None), Some(e.clone())).unwrap_err();
         assert_eq!(rpc, UpstreamError::Rpc(e));
+        assert!(matches!(
+            interpret(r(200, Some(json!({"jsonrpc": "2.0", "id": 1}))), None),
+            Err(UpstreamError::InvalidReply(m)) if m.contains("neither result nor error")
+        ));
         let long = RpcError::new(jsonrpc::SERVER_ERROR, "ü".repeat(5000));
         let Err(UpstreamError::Rpc(cut)) = interpret(r(200, None), Some(long)) else {
             panic!("an RPC error")

@@ -32,6 +32,11 @@
 //! reads that upstream over `raw.rs`; the reply that revealed it is fetched again there
 //! when the request is idempotent, and is a precise error otherwise (a `tools/call` is never
 //! sent twice).
+//!
+//! A reply is read one level deep ([`RpcMessage`]): its envelope (`id`, `method`, `error`)
+//! parsed, its `result` kept as raw JSON text. Whoever needs the result reads it (a listing
+//! page straight into definitions, a handshake into a value); a relayed tool result is not
+//! parsed into a tree at all (see `mcp_wire::raw`).
 
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -42,6 +47,8 @@ use awc::http::header::{self, HeaderMap};
 use awc::http::{Method, Version};
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::connector::{self, EgressConnector, Network};
@@ -392,10 +399,78 @@ pub struct Reply {
     pub status: u16,
     /// `Mcp-Session-Id` of the reply, when present.
     pub session_id: Option<String>,
-    /// The JSON-RPC response whose id matched the request (absent for notifications).
-    pub message: Option<Value>,
+    /// The JSON-RPC response whose id matched the request (absent for notifications), or the
+    /// excerpt of an error status's body that is not a JSON-RPC message.
+    pub message: Option<Body>,
     /// Body bytes read (all streams of the reply, resumptions included).
     pub bytes: usize,
+}
+
+/// What a reply's body held.
+#[derive(Debug)]
+pub enum Body {
+    Rpc(RpcMessage),
+    /// An error status's body that is not a JSON-RPC message: a readable excerpt of it.
+    Text(String),
+}
+
+impl Reply {
+    /// The JSON-RPC error the reply carries, if any.
+    pub fn rpc_error(&self) -> Option<RpcError> {
+        match &self.message {
+            Some(Body::Rpc(m)) => m.rpc_error(),
+            _ => None,
+        }
+    }
+
+    /// The response's `result`, as raw JSON.
+    pub fn result(&self) -> Option<&RawValue> {
+        match &self.message {
+            Some(Body::Rpc(m)) => m.result.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// A JSON-RPC message from an upstream, read one level deep: the envelope parsed, `result`
+/// kept as raw JSON text (a relayed result is never parsed into a tree), `params` not kept
+/// (a notification is handed on as the value it was).
+#[derive(Debug, Default, Deserialize)]
+pub struct RpcMessage {
+    #[serde(default)]
+    pub id: Option<Value>,
+    #[serde(default)]
+    pub method: Option<String>,
+    #[serde(default)]
+    pub result: Option<Box<RawValue>>,
+    #[serde(default)]
+    pub error: Option<Value>,
+}
+
+impl RpcMessage {
+    /// Reads a JSON-RPC message; anything but a JSON object is an error.
+    pub fn parse(bytes: &[u8]) -> Result<RpcMessage, String> {
+        match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'{') => serde_json::from_slice(bytes).map_err(|e| e.to_string()),
+            Some(_) => Err("not a JSON object".into()),
+            None => Err("empty".into()),
+        }
+    }
+
+    /// The message's JSON-RPC error object, if it carries one.
+    pub fn rpc_error(&self) -> Option<RpcError> {
+        self.error.as_ref().and_then(|e| RpcError::deserialize(e).ok())
+    }
+
+    /// Whether it is a response (a result or an error) rather than a request or notification.
+    fn is_response(&self) -> bool {
+        self.result.is_some() || self.error.is_some()
+    }
+
+    /// Its id, when it is a valid request id.
+    fn request_id(&self) -> Option<RequestId> {
+        self.id.as_ref().and_then(|v| RequestId::deserialize(v).ok())
+    }
 }
 
 /// Sink for notifications that arrive on a request's SSE stream before its response
@@ -464,7 +539,7 @@ impl Client {
             return Ok(Reply {
                 status,
                 session_id,
-                message: read.message,
+                message: read.message.map(Body::Rpc),
                 bytes: seen,
             });
         }
@@ -477,13 +552,15 @@ impl Client {
         let message = if bytes.iter().all(u8::is_ascii_whitespace) {
             None
         } else {
-            match serde_json::from_slice::<Value>(&bytes) {
-                Ok(v) => Some(v),
+            match RpcMessage::parse(&bytes) {
+                Ok(m) => Some(Body::Rpc(m)),
                 Err(e) if (200..300).contains(&status) && expect_id.is_some() => {
-                    return Err(UpstreamError::InvalidReply(format!("body is not JSON ({e})")))
+                    return Err(UpstreamError::InvalidReply(format!(
+                        "body is not a JSON-RPC message ({e})"
+                    )))
                 }
-                // An error status with a non-JSON body: keep a readable excerpt for the message.
-                Err(_) => Some(Value::String(excerpt(&bytes))),
+                // An error status with another body: keep a readable excerpt for the message.
+                Err(_) => Some(Body::Text(excerpt(&bytes))),
             }
         };
         if expect_id.is_some() && message.is_none() && (200..300).contains(&status) {
@@ -533,7 +610,7 @@ async fn read_body(body: &mut raw::Body, max_bytes: usize) -> Result<BytesMut, U
 
 /// What one SSE stream yielded: the response (if it came) and what resuming needs.
 struct SseRead {
-    message: Option<Value>,
+    message: Option<RpcMessage>,
     last_event_id: Option<String>,
     retry_ms: Option<u64>,
 }
@@ -569,21 +646,20 @@ async fn read_sse(
         if ev.data.trim().is_empty() {
             return false; // priming event or keep-alive
         }
-        let Ok(msg) = serde_json::from_str::<Value>(&ev.data) else {
+        let Ok(msg) = RpcMessage::parse(ev.data.as_bytes()) else {
             return false;
         };
-        let is_response = msg.get("result").is_some() || msg.get("error").is_some();
-        if is_response {
-            let id: Option<RequestId> = msg.get("id").and_then(|v| serde_json::from_value(v.clone()).ok());
-            if expect_id.is_none() || id.as_ref() == expect_id {
+        if msg.is_response() {
+            if expect_id.is_none() || msg.request_id().as_ref() == expect_id {
                 out.message = Some(msg);
                 return true;
             }
             return false;
         }
-        if msg.get("id").is_none() {
-            if let Some(sink) = on_notification {
-                sink(msg);
+        if msg.id.is_none() {
+            // A notification goes on as the value it was (read again whole: it is small).
+            if let (Some(sink), Ok(note)) = (on_notification, serde_json::from_str::<Value>(&ev.data)) {
+                sink(note);
             }
         }
         // A server-to-client request: the proxy declares no client capabilities, so a
@@ -609,13 +685,6 @@ async fn read_sse(
         handle(ev, &mut out);
     }
     Ok(out)
-}
-
-/// Extracts a JSON-RPC error object from a reply body, if it carries one.
-pub fn rpc_error_of(message: &Value) -> Option<RpcError> {
-    message
-        .get("error")
-        .and_then(|e| serde_json::from_value(e.clone()).ok())
 }
 
 /// A short human-readable excerpt of an upstream body for error messages.
@@ -886,7 +955,7 @@ mod tests {
         .await;
         let client = Client::new(url.clone(), None, Duration::from_secs(2), &network());
         let reply = post_to(&client, false).await.unwrap();
-        assert_eq!(reply.message.unwrap()["result"]["ok"], true);
+        assert_eq!(reply.result().unwrap().get(), r#"{"ok":true}"#);
         assert!(!client.reads_close_delimited());
         assert_eq!(count.get(), 1);
 
@@ -898,11 +967,11 @@ mod tests {
         .await;
         let client = Client::new(url.clone(), None, Duration::from_secs(2), &network());
         let reply = post_to(&client, true).await.unwrap();
-        assert_eq!(reply.message.unwrap()["result"]["ok"], true);
+        assert_eq!(reply.result().unwrap().get(), r#"{"ok":true}"#);
         assert!(client.reads_close_delimited());
         assert_eq!(count.get(), 2);
         let reply = post_to(&client, false).await.unwrap();
-        assert_eq!(reply.message.unwrap()["result"]["ok"], true);
+        assert_eq!(reply.result().unwrap().get(), r#"{"ok":true}"#);
         assert_eq!(count.get(), 3, "read directly, sent once");
 
         // A request that must not be sent twice: a precise error, never an empty body.
@@ -931,7 +1000,7 @@ mod tests {
             let client = Client::new(url.clone(), None, Duration::from_secs(2), &network());
             client.close_delimited.set(true);
             let r = post_to(&client, false).await;
-            assert_eq!(r.unwrap().message.unwrap()["result"]["ok"], true, "{reply}");
+            assert_eq!(r.unwrap().result().unwrap().get(), r#"{"ok":true}"#, "{reply}");
         }
         // Broken framing is an error, not a short body.
         for reply in [

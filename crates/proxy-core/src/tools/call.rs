@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use mcp_wire::raw::RawObject;
 use serde_json::{json, Value};
 
 use super::names::closest_names;
@@ -162,11 +163,12 @@ impl Rejection {
 /// (bounded label values for metrics).
 #[derive(Debug, Clone)]
 pub enum CallOutcome {
-    /// The upstream answered; its result is relayed (see [`CallOutcome::relayed`]).
+    /// The upstream answered; its result is relayed (see [`CallOutcome::relayed`]): its
+    /// members are the raw JSON the upstream sent.
     Relayed {
         upstream: String,
         tool: String,
-        result: Value,
+        result: RawObject,
         /// The tool itself reported an error (`isError`).
         tool_error: bool,
     },
@@ -199,16 +201,14 @@ pub struct UpstreamFailure {
 impl CallOutcome {
     /// An upstream's result as relayed to the client: its protocol envelope removed, and the
     /// repairs made to the call listed in `_meta` (so the model gets it right next time).
-    pub fn relayed(upstream: &str, tool: &str, mut result: Value, repairs: &[String]) -> CallOutcome {
-        let tool_error = result.get("isError") == Some(&Value::Bool(true));
+    /// Only `resultType` and `_meta` are read; every other member passes through as it came.
+    pub fn relayed(upstream: &str, tool: &str, mut result: RawObject, repairs: &[String]) -> CallOutcome {
+        let tool_error = result.is_true("isError");
         strip_envelope(&mut result);
         if !repairs.is_empty() {
-            if let Some(obj) = result.as_object_mut() {
-                let meta = obj.entry("_meta").or_insert_with(|| json!({}));
-                if let Some(m) = meta.as_object_mut() {
-                    m.insert(REPAIRS_META_KEY.into(), json!(repairs));
-                }
-            }
+            let mut meta = result.object("_meta").unwrap_or_default();
+            meta.insert(REPAIRS_META_KEY.into(), json!(repairs));
+            result.insert_value("_meta", &meta);
         }
         CallOutcome::Relayed {
             upstream: upstream.to_string(),
@@ -238,18 +238,15 @@ impl CallOutcome {
 /// Removes what belongs to the upstream's protocol envelope rather than to the tool result
 /// (`resultType`, the upstream's `io.modelcontextprotocol/*` `_meta` keys such as its
 /// serverInfo): the proxy answers in its client's era and stamps its own.
-fn strip_envelope(result: &mut Value) {
-    let Some(obj) = result.as_object_mut() else { return };
-    obj.remove("resultType");
-    let empty = match obj.get_mut("_meta").and_then(Value::as_object_mut) {
-        Some(meta) => {
-            meta.retain(|k, _| !k.starts_with(mcp_wire::modern::RESERVED_META_PREFIX));
-            meta.is_empty()
-        }
-        None => false,
-    };
-    if empty {
-        obj.remove("_meta");
+fn strip_envelope(result: &mut RawObject) {
+    result.remove("resultType");
+    let Some(mut meta) = result.object("_meta") else { return };
+    let before = meta.len();
+    meta.retain(|k, _| !k.starts_with(mcp_wire::modern::RESERVED_META_PREFIX));
+    if meta.is_empty() {
+        result.remove("_meta");
+    } else if meta.len() < before {
+        result.insert_value("_meta", &meta);
     }
 }
 
@@ -259,12 +256,41 @@ mod tests {
 
     #[test]
     fn upstream_envelope_fields_are_not_relayed() {
-        let mut r = json!({"content": [], "resultType": "complete",
-            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "up"}, "vendor/x": 1}});
+        let text = |r: &RawObject| serde_json::to_string(r).unwrap();
+        let mut r = RawObject::parse(
+            r#"{"content": [ ], "resultType": "complete",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "up"}, "vendor/x": 1}}"#,
+        )
+        .unwrap();
         strip_envelope(&mut r);
-        assert_eq!(r, json!({"content": [], "_meta": {"vendor/x": 1}}));
-        let mut r = json!({"content": [], "_meta": {"io.modelcontextprotocol/serverInfo": {}}});
+        assert_eq!(text(&r), r#"{"content":[ ],"_meta":{"vendor/x":1}}"#);
+        let mut r =
+            RawObject::parse(r#"{"content": [], "_meta": {"io.modelcontextprotocol/serverInfo": {}}}"#).unwrap();
         strip_envelope(&mut r);
-        assert_eq!(r, json!({"content": []}));
+        assert_eq!(text(&r), r#"{"content":[]}"#);
+        let mut r = RawObject::parse(r#"{"_meta": {"vendor/x": [1, 2]}, "content": []}"#).unwrap();
+        strip_envelope(&mut r);
+        assert_eq!(
+            text(&r),
+            r#"{"_meta":{"vendor/x": [1, 2]},"content":[]}"#,
+            "untouched when nothing is removed"
+        );
+    }
+
+    #[test]
+    fn a_relayed_result_keeps_its_members_and_gains_the_repairs() {
+        let r =
+            RawObject::parse(r#"{"content": [{"type": "text", "text": "1.50"}], "isError": true, "_meta": {"v": 1}}"#)
+                .unwrap();
+        let CallOutcome::Relayed { result, tool_error, .. } =
+            CallOutcome::relayed("up", "t", r, &["name fixed".into()])
+        else {
+            panic!("relayed")
+        };
+        assert!(tool_error);
+        assert_eq!(
+            serde_json::to_string(&result).unwrap(),
+            r#"{"content":[{"type": "text", "text": "1.50"}],"isError":true,"_meta":{"v":1,"mcp-search-proxy/repairs":["name fixed"]}}"#
+        );
     }
 }

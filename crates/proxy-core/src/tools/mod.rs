@@ -32,7 +32,7 @@ pub use call::{prepare, CallOutcome, Prepared, Rejection, UpstreamFailure, REPAI
 pub use definitions::*;
 pub use describe::{describe, DescribeAnswer};
 pub use names::{check_name, closest_names};
-pub use outcome::{result, usage_error, RefreshOutcome, ToolOutcome};
+pub use outcome::{result, usage_error, RefreshOutcome, ToolOutcome, ToolResult};
 pub use request::{CallRequest, DescribeRequest, SearchRequest, ToolKind, ToolRequest, UsageError};
 pub use search::{search, SearchAnswer, SearchVectors};
 

@@ -1,7 +1,8 @@
 //! What a call of the proxy's tools produced, typed: the application returns a
 //! [`ToolOutcome`], metrics and retrieval telemetry read it, and the HTTP layer turns it into
-//! the MCP tool result ([`ToolOutcome::into_result`]) at the very end.
+//! the MCP tool result ([`ToolOutcome::into_tool_result`]) at the very end.
 
+use mcp_wire::raw::RawObject;
 use serde_json::{json, Map, Value};
 
 use super::call::CallOutcome;
@@ -25,6 +26,14 @@ pub fn result(structured: Value, is_error: bool) -> Value {
 /// An `isError` result for a mistake in the call that the model can correct.
 pub fn usage_error(message: impl Into<String>) -> Value {
     result(json!({"error": {"side": "client", "message": message.into()}}), true)
+}
+
+/// A tool result ready to be written: built by the proxy, or an upstream's, relayed with its
+/// members as they came (never parsed into a tree).
+#[derive(Debug)]
+pub enum ToolResult {
+    Built(Value),
+    Relayed(RawObject),
 }
 
 /// The outcome of one call of the proxy's tools.
@@ -60,8 +69,16 @@ impl ToolOutcome {
         }
     }
 
-    /// The MCP tool result (`content`, `structuredContent`, `isError`); a relayed call's
-    /// result is the upstream's, as relayed.
+    /// The MCP tool result to write: a relayed call's is the upstream's, as relayed.
+    pub fn into_tool_result(self) -> ToolResult {
+        match self {
+            ToolOutcome::Call(CallOutcome::Relayed { result, .. }) => ToolResult::Relayed(result),
+            other => ToolResult::Built(other.into_result()),
+        }
+    }
+
+    /// The MCP tool result (`content`, `structuredContent`, `isError`) as a value; a relayed
+    /// call's result is the upstream's, as relayed.
     pub fn into_result(self) -> Value {
         match self {
             ToolOutcome::Search(answer) => result(answer.to_json(), false),
@@ -89,7 +106,7 @@ impl CallOutcome {
     /// result whose structured error says which side failed and what to do.
     pub fn into_result(self) -> Value {
         let error = match self {
-            CallOutcome::Relayed { result, .. } => return result,
+            CallOutcome::Relayed { result, .. } => return result.to_value(),
             CallOutcome::Failed(f) => {
                 let msg = format!(
                     "Upstream {:?} failed calling {}: {}. {}.",
@@ -126,15 +143,19 @@ mod tests {
 
     #[test]
     fn a_relayed_result_notes_repairs_and_whether_the_tool_failed() {
-        let out = CallOutcome::relayed("up", "t", json!({"content": [], "isError": true}), &["r".into()]);
+        let raw = |v: Value| RawObject::parse(&v.to_string()).unwrap();
+        let out = CallOutcome::relayed("up", "t", raw(json!({"content": [], "isError": true})), &["r".into()]);
         assert!(out.is_error());
         assert_eq!(
             out.into_result(),
             json!({"content": [], "isError": true, "_meta": {REPAIRS_META_KEY: ["r"]}})
         );
-        let out = CallOutcome::relayed("up", "t", json!({"content": []}), &[]);
+        let out = CallOutcome::relayed("up", "t", raw(json!({"content": []})), &[]);
         assert!(!out.is_error());
-        assert_eq!(out.into_result(), json!({"content": []}));
+        let ToolResult::Relayed(relayed) = ToolOutcome::Call(out).into_tool_result() else {
+            panic!("a relayed result is written as it came")
+        };
+        assert_eq!(serde_json::to_string(&relayed).unwrap(), r#"{"content":[]}"#);
     }
 
     #[test]
