@@ -138,6 +138,10 @@ async fn load_and_refresh_11k() {
         let r = call(&tp.url, "mcp_refresh", serde_json::json!({})).await;
         panic!("no manifest after the first refresh; a refresh now says {r}");
     }
+    assert!(
+        proxy_core::catalog::index_file::path_for(&manifest).is_file(),
+        "the index is persisted beside the manifest (inside the measured load)"
+    );
     let tools = tp.proxy.snapshots.borrow().tools.len();
     assert_eq!(tools, 11_739, "every tool was loaded");
     eprintln!("11,739 tools: heap held {held:.1} MiB, high-water mark while loading {load_peak:.1} MiB");

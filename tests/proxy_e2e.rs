@@ -263,9 +263,29 @@ async fn the_manifest_serves_search_before_any_upstream_answers() {
     );
     let r = call(&p.url, "mcp_search", json!({"query": "alpha-echo"})).await;
     assert_eq!(r["structuredContent"]["results"][0]["name"], "alpha-echo");
+    let from_persisted_index = r["structuredContent"]["results"].clone();
     // The failed startup refresh did not overwrite the manifest with an empty catalog.
     let text = std::fs::read_to_string(&manifest).unwrap();
     assert!(text.contains("alpha-echo"));
+    p.stop().await;
+
+    // The index was persisted beside the manifest by the first run's refresh (and loaded by
+    // the restart above). A damaged index file is not used: the index is built again, the
+    // answers are the same, and the file is replaced.
+    let index = proxy_core::catalog::index_file::path_for(&manifest);
+    let bytes = std::fs::read(&index).expect("the index is persisted beside the manifest");
+    let mut damaged = bytes.clone();
+    let last = damaged.len() - 1;
+    damaged[last] ^= 0xff;
+    std::fs::write(&index, &damaged).unwrap();
+    let p = start_proxy(
+        vec![upstream_config("agg", &a.url)],
+        catalog_config(Some(manifest.clone())),
+    )
+    .await;
+    let r = call(&p.url, "mcp_search", json!({"query": "alpha-echo"})).await;
+    assert_eq!(r["structuredContent"]["results"], from_persisted_index);
+    assert_eq!(std::fs::read(&index).unwrap(), bytes, "rewritten from the built index");
     p.stop().await;
 }
 

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
-use proxy_core::catalog::manifest;
 use proxy_core::catalog::report::{upstream_reports, LastErrors, RefreshFailure, RefreshReason, RefreshReport};
 use proxy_core::catalog::snapshot::{Snapshot, UpstreamState};
+use proxy_core::catalog::{index_file, manifest};
 use proxy_core::policy::Policy;
 use proxy_metrics::{Metrics, RefreshOutcome};
 
@@ -144,7 +144,32 @@ impl CatalogActor {
                 })
                 .collect(),
         };
-        let snapshot = Arc::new(Snapshot::build(states, 0, &cfg.policy));
+        // With a manifest, the index persisted beside it is loaded if it is this build's for
+        // these tools; else it is built, and persisted for the next start.
+        let snapshot = match &cfg.manifest_path {
+            Some(path) => {
+                let index_path = index_file::path_for(path);
+                let load = |key: &str| match index_file::load(&index_path, index_file::build_identity(), key) {
+                    Ok(index) => {
+                        if index.is_some() {
+                            log::info!(path = index_path.display().to_string().as_str(); "search index loaded");
+                        }
+                        index
+                    }
+                    Err(e) => {
+                        log::info!(path = index_path.display().to_string().as_str(), reason = e.as_str(); "search index file not used; building the index");
+                        None
+                    }
+                };
+                let snapshot = Snapshot::build_loading(states, 0, &cfg.policy, &load);
+                if snapshot.index_built && !snapshot.tools.is_empty() {
+                    super::refresh::persist_index(path, &snapshot);
+                }
+                snapshot
+            }
+            None => Snapshot::build(states, 0, &cfg.policy),
+        };
+        let snapshot = Arc::new(snapshot);
         // The manifest's text and the index build's tables are garbage now.
         heap::release();
         let published = tokio::sync::watch::channel(snapshot.clone()).0;

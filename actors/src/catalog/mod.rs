@@ -9,7 +9,10 @@
 //! - `refresh.rs`: the pure part of a fan-out: `apply_fanout` merges the listings
 //!   into a new snapshot (an upstream's listing goes to the snapshot entry of the same label),
 //!   the change journal, the reports ([`RefreshReport`], [`RefreshFailure`]), the effective
-//!   TTL and its jitter. Unit-tested without an actor.
+//!   TTL and its jitter; the manifest and the persisted index are written there (the index
+//!   only when it was built, see `proxy_core::catalog::index_file`). Unit-tested without an
+//!   actor. At start, `actor.rs` loads the persisted index when it is this build's for the
+//!   manifest's tools, else builds it and persists it.
 //!
 //! Readers never wait for a refresh: the actor publishes every `Arc<Snapshot>` it swaps in on a
 //! `watch` channel ([`CatalogActor::subscribe`]; the actor is its only writer, so a reader

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use proxy_core::catalog::report::{upstream_reports, RefreshFailure, RefreshReason, RefreshReport};
 use proxy_core::catalog::snapshot::{self, Snapshot, UpstreamState};
-use proxy_core::catalog::{ingest, manifest};
+use proxy_core::catalog::{index_file, ingest, manifest};
 use proxy_core::policy::Policy;
 
 use crate::upstream::Listing;
@@ -68,9 +68,26 @@ pub(super) fn apply_fanout(
         if let Err(e) = manifest::store(path, &m) {
             log::error!(path = path.display().to_string().as_str(), error = e.to_string().as_str(); "manifest write failed");
         }
+        if snapshot.index_built && !snapshot.tools.is_empty() {
+            persist_index(path, &snapshot);
+        }
     }
     let report = fanout_report(previous, &snapshot, (added, removed, modified), reason, started, now);
     Ok((snapshot, report))
+}
+
+/// Writes the snapshot's index beside the manifest at `manifest` (failures are logged: the
+/// file is only a cache).
+pub(super) fn persist_index(manifest: &std::path::Path, snapshot: &Snapshot) {
+    let path = index_file::path_for(manifest);
+    if let Err(e) = index_file::store(
+        &path,
+        index_file::build_identity(),
+        &snapshot.index_key,
+        &snapshot.index,
+    ) {
+        log::warn!(path = path.display().to_string().as_str(), error = e.to_string().as_str(); "search index write failed");
+    }
 }
 
 /// Applies one upstream's listing (or its failure) to its snapshot entry; whether it answered.

@@ -303,6 +303,7 @@ mod fusion;
 pub mod hashing;
 pub mod model;
 pub mod names;
+mod persist;
 mod query;
 mod score;
 pub mod semantic;

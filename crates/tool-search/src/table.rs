@@ -23,6 +23,17 @@ impl StrTable {
     pub fn from_map(map: FxHashMap<String, Vec<u32>>) -> StrTable {
         let mut entries: Vec<(String, Vec<u32>)> = map.into_iter().collect();
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        // Keys of a map are distinct, so sorted they ascend strictly; an index's text and
+        // values stay far below 4 GiB.
+        StrTable::from_sorted(entries).unwrap_or_default()
+    }
+
+    /// A table from entries already in strictly ascending key order (as [`StrTable::iter`]
+    /// gives them); `None` if they are not.
+    pub fn from_sorted(entries: Vec<(String, Vec<u32>)>) -> Option<StrTable> {
+        if !entries.windows(2).all(|w| w[0].0 < w[1].0) {
+            return None;
+        }
         let mut t = StrTable {
             text: String::with_capacity(entries.iter().map(|e| e.0.len()).sum()),
             keys: Vec::with_capacity(entries.len()),
@@ -31,13 +42,17 @@ impl StrTable {
         };
         t.offsets.push(0);
         for (k, vs) in entries {
-            let start = t.text.len() as u32;
+            let start = u32::try_from(t.text.len()).ok()?;
             t.text.push_str(&k);
-            t.keys.push((start, t.text.len() as u32));
+            t.keys.push((start, u32::try_from(t.text.len()).ok()?));
             t.values.extend(vs);
-            t.offsets.push(t.values.len() as u32);
+            t.offsets.push(u32::try_from(t.values.len()).ok()?);
         }
-        t
+        Some(t)
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
     }
 
     /// A table with one value per key.

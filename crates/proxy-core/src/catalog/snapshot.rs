@@ -60,6 +60,9 @@ pub struct SourceSummary {
     pub summary: String,
 }
 
+/// Gives the persisted index for an [`Snapshot::index_key`], if there is one.
+pub type IndexLoader<'a> = dyn Fn(&str) -> Option<Index> + 'a;
+
 /// A merged, indexed catalog.
 #[derive(Debug, Default)]
 pub struct Snapshot {
@@ -70,6 +73,13 @@ pub struct Snapshot {
     pub index: Arc<Index>,
     /// Stable hash of the merged catalog (tool definitions and routing).
     pub fingerprint: String,
+    /// Hash of what the index is built from: the tools in index order with their upstreams,
+    /// sources and definitions (a persisted index is valid for the same key and build; see
+    /// `catalog::index_file`).
+    pub index_key: String,
+    /// The index was built for this snapshot (not shared with the previous one, nor loaded):
+    /// the one to persist.
+    pub index_built: bool,
     pub sources: Vec<SourceSummary>,
     pub collisions: Vec<Collision>,
     pub upstreams: Vec<UpstreamState>,
@@ -91,7 +101,18 @@ impl Snapshot {
     /// Merges upstream states (in configuration order) into a snapshot, keeping only the
     /// tools the policy allows.
     pub fn build(upstreams: Vec<UpstreamState>, generation: u64, policy: &Policy) -> Snapshot {
-        Snapshot::build_on(upstreams, generation, policy, None)
+        Snapshot::build_on(upstreams, generation, policy, None, None)
+    }
+
+    /// [`Snapshot::build`] with the index taken from `load` when it has one for the snapshot's
+    /// [`Snapshot::index_key`] (a start from the manifest and its persisted index builds none).
+    pub fn build_loading(
+        upstreams: Vec<UpstreamState>,
+        generation: u64,
+        policy: &Policy,
+        load: &IndexLoader,
+    ) -> Snapshot {
+        Snapshot::build_on(upstreams, generation, policy, None, Some(load))
     }
 
     /// [`Snapshot::build`] after `previous`: when the merged catalog has the same tools as
@@ -99,7 +120,7 @@ impl Snapshot {
     /// index and the compiled validators are `previous`'s, shared, not built again; so a
     /// refresh that changes nothing holds no second index, even for a moment.
     pub fn rebuild(upstreams: Vec<UpstreamState>, generation: u64, policy: &Policy, previous: &Snapshot) -> Snapshot {
-        Snapshot::build_on(upstreams, generation, policy, Some(previous))
+        Snapshot::build_on(upstreams, generation, policy, Some(previous), None)
     }
 
     fn build_on(
@@ -107,6 +128,7 @@ impl Snapshot {
         generation: u64,
         policy: &Policy,
         previous: Option<&Snapshot>,
+        load: Option<&IndexLoader>,
     ) -> Snapshot {
         let mut tools: Vec<CatalogTool> = Vec::new();
         let mut by_name: HashMap<String, usize> = HashMap::new();
@@ -137,13 +159,18 @@ impl Snapshot {
             }
         }
         let fingerprint = fingerprint(&tools);
+        let index_key = index_key(&tools);
         let sources = summarize_sources(&tools, &upstreams);
+        let mut index_built = false;
         let (index, validators) = match previous.filter(|p| same_tools(&p.tools, &tools)) {
             Some(p) => (p.index.clone(), p.validators.clone()),
-            None => (
-                Arc::new(Index::build(&tools)),
-                (0..tools.len()).map(|_| Default::default()).collect(),
-            ),
+            None => {
+                let index = load.and_then(|load| load(&index_key)).unwrap_or_else(|| {
+                    index_built = true;
+                    Index::build(&tools)
+                });
+                (Arc::new(index), (0..tools.len()).map(|_| Default::default()).collect())
+            }
         };
         let mut pinned: Vec<usize> = (0..tools.len()).filter(|&i| policy.pins(&tools[i])).collect();
         pinned.sort_by(|&a, &b| tools[a].tool.name.cmp(&tools[b].tool.name));
@@ -152,6 +179,8 @@ impl Snapshot {
             by_name,
             index,
             fingerprint,
+            index_key,
+            index_built,
             sources,
             collisions,
             upstreams,
@@ -358,6 +387,19 @@ fn fingerprint(tools: &[CatalogTool]) -> String {
         hasher.update([0]);
         hasher.update(h.as_bytes());
         hasher.update([b'\n']);
+    }
+    hex16(&hasher.finalize())
+}
+
+/// [`Snapshot::index_key`]: the tools in order (the index's tool ids are their positions).
+fn index_key(tools: &[CatalogTool]) -> String {
+    let mut hasher = Sha256::new();
+    for t in tools {
+        for part in [t.tool.name.as_str(), t.upstream.as_str(), t.source.as_str()] {
+            hasher.update(part.as_bytes());
+            hasher.update([0]);
+        }
+        hasher.update(tool_hash_u64(&t.tool).to_le_bytes());
     }
     hex16(&hasher.finalize())
 }

@@ -1,0 +1,174 @@
+//! The search index persisted beside the manifest (`<manifest>.index`), so that a start from
+//! the manifest loads the index instead of building it (the build was most of start → ready
+//! with a large catalog; see docs/performance.md).
+//!
+//! The file is a cache, never a source of truth: it holds the build that wrote it
+//! ([`build_identity`]: the executable's size and modification time), the snapshot's
+//! [`index_key`](super::Snapshot::index_key) (the tools, in index order, with their
+//! definitions), a SHA-256 of the payload, and the payload
+//! ([`tool_search::Index::to_bytes`], which is bounds- and id-checked on load). Anything that
+//! does not match (another build, other tools, a damaged file) is ignored and the index built
+//! as before; the file is replaced atomically after a snapshot whose index was built.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use sha2::{Digest, Sha256};
+use tool_search::Index;
+
+const MAGIC: &[u8; 8] = b"MSPIDXF1";
+
+/// Where the index of the manifest at `manifest` is kept.
+pub fn path_for(manifest: &Path) -> PathBuf {
+    let mut p = manifest.as_os_str().to_owned();
+    p.push(".index");
+    PathBuf::from(p)
+}
+
+/// This build, as far as an index file is concerned: the running executable's size and
+/// modification time (a rebuilt or upgraded binary writes its own index). Empty when the
+/// executable cannot be examined; no file is then read or written.
+pub fn build_identity() -> &'static str {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| {
+        let Some(meta) = std::env::current_exe().ok().and_then(|p| std::fs::metadata(p).ok()) else {
+            return String::new();
+        };
+        let mtime = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        format!("{}:{}:{}", env!("CARGO_PKG_VERSION"), meta.len(), mtime)
+    })
+}
+
+/// The header that ties a payload to a build and a catalog.
+fn header(identity: &str, key: &str) -> Vec<u8> {
+    let mut h = MAGIC.to_vec();
+    for part in [identity, key] {
+        h.extend_from_slice(&(part.len() as u32).to_le_bytes());
+        h.extend_from_slice(part.as_bytes());
+    }
+    h
+}
+
+/// The index at `path` if it was written by `identity` for `key` and is intact; `Err` says
+/// why a file that exists was not used.
+pub fn load(path: &Path, identity: &str, key: &str) -> Result<Option<Index>, String> {
+    if identity.is_empty() {
+        return Ok(None);
+    }
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let head = header(identity, key);
+    let Some(rest) = bytes.strip_prefix(head.as_slice()) else {
+        return Err("written by another build or for other tools".into());
+    };
+    let Some((digest, payload)) = rest.split_first_chunk::<32>() else {
+        return Err("cut short".into());
+    };
+    if Sha256::digest(payload).as_slice() != digest {
+        return Err("damaged (checksum)".into());
+    }
+    Index::from_bytes(payload).map(Some)
+}
+
+/// Writes `index` for `identity` and `key` atomically (a temp file renamed over `path`).
+pub fn store(path: &Path, identity: &str, key: &str, index: &Index) -> std::io::Result<()> {
+    if identity.is_empty() {
+        return Ok(());
+    }
+    let payload = index.to_bytes();
+    let digest = Sha256::digest(&payload);
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("manifest.json.index");
+    let manifest_name = name.strip_suffix(".index").unwrap_or(name);
+    // Under the manifest's temp-file prefix (`.manifest.json.tmp`): swept at start with its own.
+    let tmp = dir.join(format!(".{manifest_name}.tmp.index.{}", std::process::id()));
+    let result = (|| {
+        std::fs::create_dir_all(&dir)?;
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&header(identity, key))?;
+        f.write_all(&digest)?;
+        f.write_all(&payload)?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{Snapshot, UpstreamState};
+    use mcp_wire::types::Tool;
+
+    fn snapshot(names: &[&str]) -> Snapshot {
+        let tools = names
+            .iter()
+            .map(|n| {
+                let t: Tool =
+                    serde_json::from_value(serde_json::json!({"name": n, "description": format!("does {n}")})).unwrap();
+                std::sync::Arc::new(t)
+            })
+            .collect();
+        let state = UpstreamState {
+            label: "u".into(),
+            url: "http://u/mcp".into(),
+            tools,
+            ..Default::default()
+        };
+        Snapshot::build(vec![state], 1, &Default::default())
+    }
+
+    #[test]
+    fn an_index_is_loaded_only_by_its_build_for_its_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_for(&dir.path().join("manifest.json"));
+        assert!(path.ends_with("manifest.json.index"));
+        let s = snapshot(&["send_email", "list_files"]);
+        assert!(s.index_built);
+        assert!(load(&path, "b1", &s.index_key).unwrap().is_none(), "no file yet");
+        store(&path, "b1", &s.index_key, &s.index).unwrap();
+        let loaded = load(&path, "b1", &s.index_key).unwrap().expect("loaded");
+        assert_eq!(loaded.to_bytes(), s.index.to_bytes());
+        assert!(load(&path, "b2", &s.index_key).is_err(), "another build");
+        let other = snapshot(&["list_files", "send_email"]);
+        assert_ne!(other.index_key, s.index_key, "the order is part of the key");
+        assert!(load(&path, "b1", &other.index_key).is_err(), "other tools");
+        assert!(load(&path, "", &s.index_key).unwrap().is_none(), "no identity, no file");
+
+        // A snapshot built with a loader takes the loaded index and does not ask to persist it.
+        let states = s.upstreams.clone();
+        let again = Snapshot::build_loading(states, 2, &Default::default(), &|key| {
+            load(&path, "b1", key).ok().flatten()
+        });
+        assert!(!again.index_built);
+        assert_eq!(again.index.to_bytes(), s.index.to_bytes());
+        assert_eq!(again.index.search("send an email", 3).first().map(|h| h.doc), Some(0));
+
+        // Damage anywhere is refused (the checksum covers the payload).
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(load(&path, "b1", &s.index_key).unwrap_err().contains("checksum"));
+        std::fs::write(&path, &bytes[..20]).unwrap();
+        assert!(load(&path, "b1", &s.index_key).is_err());
+    }
+}
