@@ -27,6 +27,9 @@
 //!   and the lookup tables for names, affixes, typos and word pairs.
 //! * `table`: `StrTable`, a sorted string → `u32`s multimap in one text arena. The lookup tables
 //!   are large and read-only: this stores them as their text plus 12 bytes a key and 4 a value.
+//! * `persist`: [`Index::to_bytes`] / [`Index::from_bytes`], the built index as bytes (the
+//!   service keeps it beside its manifest so a start loads it instead of building it); reading
+//!   checks every count and id, so damaged bytes are an error, never a panic in a search.
 //! * `query`: a query, prepared: each content word becomes a group of weighted index terms,
 //!   plus its adjacent word pairs, the tools whose name it spells, and how verbose it is.
 //! * `score`: accumulates a prepared query over the postings, then the ranking rules (gate,

@@ -19,6 +19,10 @@ use tool_search::Index;
 
 const MAGIC: &[u8; 8] = b"MSPIDXF1";
 
+/// A file larger than this is not read (11,739 tools make 13 MB; the largest listing the
+/// proxy accepts, 50,000 tools, would make ~60 MB).
+const MAX_FILE_BYTES: u64 = 512 * 1024 * 1024;
+
 /// Where the index of the manifest at `manifest` is kept.
 pub fn path_for(manifest: &Path) -> PathBuf {
     let mut p = manifest.as_os_str().to_owned();
@@ -60,11 +64,15 @@ pub fn load(path: &Path, identity: &str, key: &str) -> Result<Option<Index>, Str
     if identity.is_empty() {
         return Ok(None);
     }
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() > MAX_FILE_BYTES => {
+            return Err(format!("larger than the {MAX_FILE_BYTES}-byte limit"));
+        }
+        Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-    };
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let head = header(identity, key);
     let Some(rest) = bytes.strip_prefix(head.as_slice()) else {
         return Err("written by another build or for other tools".into());
