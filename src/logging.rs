@@ -7,6 +7,7 @@
 
 use std::io::Write;
 
+use mcp_wire::jsonrpc::write_json;
 use serde_json::Value;
 
 use crate::config::LogFormat;
@@ -77,15 +78,6 @@ fn level_name(level: log::Level) -> &'static str {
         log::Level::Info => "info",
         log::Level::Debug => "debug",
         log::Level::Trace => "trace",
-    }
-}
-
-/// Appends `value` as JSON (`null` if it cannot be written; never for the types here).
-fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
-    let mark = out.len();
-    if serde_json::to_writer(&mut *out, value).is_err() {
-        out.truncate(mark);
-        out.extend_from_slice(b"null");
     }
 }
 

@@ -148,16 +148,16 @@ impl CatalogActor {
         // these tools; else it is built, and persisted for the next start.
         let snapshot = match &cfg.manifest_path {
             Some(path) => {
-                let index_path = index_file::path_for(path);
-                let load = |key: &str| match index_file::load(&index_path, index_file::build_identity(), key) {
+                let shown = index_file::path_for(path).display().to_string();
+                let load = |key: &str| match index_file::load(path, index_file::build_identity(), key) {
                     Ok(index) => {
                         if index.is_some() {
-                            log::info!(path = index_path.display().to_string().as_str(); "search index loaded");
+                            log::info!(path = shown.as_str(); "search index loaded");
                         }
                         index
                     }
                     Err(e) => {
-                        log::info!(path = index_path.display().to_string().as_str(), reason = e.as_str(); "search index file not used; building the index");
+                        log::info!(path = shown.as_str(), reason = e.as_str(); "search index file not used; building the index");
                         None
                     }
                 };

@@ -79,14 +79,14 @@ pub(super) fn apply_fanout(
 /// Writes the snapshot's index beside the manifest at `manifest` (failures are logged: the
 /// file is only a cache).
 pub(super) fn persist_index(manifest: &std::path::Path, snapshot: &Snapshot) {
-    let path = index_file::path_for(manifest);
     if let Err(e) = index_file::store(
-        &path,
+        manifest,
         index_file::build_identity(),
         &snapshot.index_key,
         &snapshot.index,
     ) {
-        log::warn!(path = path.display().to_string().as_str(), error = e.to_string().as_str(); "search index write failed");
+        let path = index_file::path_for(manifest).display().to_string();
+        log::warn!(path = path.as_str(), error = e.to_string().as_str(); "search index write failed");
     }
 }
 

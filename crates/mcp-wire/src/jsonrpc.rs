@@ -231,8 +231,8 @@ pub fn result_response_text<T: Serialize + ?Sized>(id: &RequestId, result: &T) -
 }
 
 /// Appends `value` as JSON; `null` if it cannot be (a map with non-string keys; never for the
-/// types written here).
-fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+/// types written here). Also the proxy's log lines are written with it.
+pub fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     let mark = out.len();
     if serde_json::to_writer(&mut *out, value).is_err() {
         out.truncate(mark);

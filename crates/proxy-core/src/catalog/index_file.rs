@@ -10,17 +10,17 @@
 //! does not match (another build, other tools, a damaged file) is ignored and the index built
 //! as before; the file is replaced atomically after a snapshot whose index was built.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
 use tool_search::Index;
 
+use super::manifest;
+
 const MAGIC: &[u8; 8] = b"MSPIDXF1";
 
-/// A file larger than this is not read (11,739 tools make 13 MB; the largest listing the
-/// proxy accepts, 50,000 tools, would make ~60 MB).
+/// A file larger than this is not read (11,739 tools make 13 MB).
 const MAX_FILE_BYTES: u64 = 512 * 1024 * 1024;
 
 /// Where the index of the manifest at `manifest` is kept.
@@ -58,12 +58,13 @@ fn header(identity: &str, key: &str) -> Vec<u8> {
     h
 }
 
-/// The index at `path` if it was written by `identity` for `key` and is intact; `Err` says
-/// why a file that exists was not used.
-pub fn load(path: &Path, identity: &str, key: &str) -> Result<Option<Index>, String> {
+/// The index kept beside the manifest at `manifest` if it was written by `identity` for
+/// `key` and is intact; `Err` says why a file that exists was not used.
+pub fn load(manifest: &Path, identity: &str, key: &str) -> Result<Option<Index>, String> {
     if identity.is_empty() {
         return Ok(None);
     }
+    let path = &path_for(manifest);
     match std::fs::metadata(path) {
         Ok(m) if m.len() > MAX_FILE_BYTES => {
             return Err(format!("larger than the {MAX_FILE_BYTES}-byte limit"));
@@ -86,38 +87,19 @@ pub fn load(path: &Path, identity: &str, key: &str) -> Result<Option<Index>, Str
     Index::from_bytes(payload).map(Some)
 }
 
-/// Writes `index` for `identity` and `key` atomically (a temp file renamed over `path`).
-pub fn store(path: &Path, identity: &str, key: &str, index: &Index) -> std::io::Result<()> {
+/// Writes `index` for `identity` and `key` beside the manifest at `manifest`, atomically
+/// (the manifest's own writer: see [`manifest::store_beside`]).
+pub fn store(manifest: &Path, identity: &str, key: &str, index: &Index) -> std::io::Result<()> {
     if identity.is_empty() {
         return Ok(());
     }
     let payload = index.to_bytes();
     let digest = Sha256::digest(&payload);
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("manifest.json.index");
-    let manifest_name = name.strip_suffix(".index").unwrap_or(name);
-    // Under the manifest's temp-file prefix (`.manifest.json.tmp`): swept at start with its own.
-    let tmp = dir.join(format!(".{manifest_name}.tmp.index.{}", std::process::id()));
-    let result = (|| {
-        std::fs::create_dir_all(&dir)?;
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&header(identity, key))?;
-        f.write_all(&digest)?;
-        f.write_all(&payload)?;
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    manifest::store_beside(manifest, &path_for(manifest), ".index.", |w| {
+        w.write_all(&header(identity, key))?;
+        w.write_all(&digest)?;
+        w.write_all(&payload)
+    })
 }
 
 #[cfg(test)]
@@ -147,24 +129,28 @@ mod tests {
     #[test]
     fn an_index_is_loaded_only_by_its_build_for_its_tools() {
         let dir = tempfile::tempdir().unwrap();
-        let path = path_for(&dir.path().join("manifest.json"));
+        let manifest = dir.path().join("manifest.json");
+        let path = path_for(&manifest);
         assert!(path.ends_with("manifest.json.index"));
         let s = snapshot(&["send_email", "list_files"]);
         assert!(s.index_built);
-        assert!(load(&path, "b1", &s.index_key).unwrap().is_none(), "no file yet");
-        store(&path, "b1", &s.index_key, &s.index).unwrap();
-        let loaded = load(&path, "b1", &s.index_key).unwrap().expect("loaded");
+        assert!(load(&manifest, "b1", &s.index_key).unwrap().is_none(), "no file yet");
+        store(&manifest, "b1", &s.index_key, &s.index).unwrap();
+        let loaded = load(&manifest, "b1", &s.index_key).unwrap().expect("loaded");
         assert_eq!(loaded.to_bytes(), s.index.to_bytes());
-        assert!(load(&path, "b2", &s.index_key).is_err(), "another build");
+        assert!(load(&manifest, "b2", &s.index_key).is_err(), "another build");
         let other = snapshot(&["list_files", "send_email"]);
         assert_ne!(other.index_key, s.index_key, "the order is part of the key");
-        assert!(load(&path, "b1", &other.index_key).is_err(), "other tools");
-        assert!(load(&path, "", &s.index_key).unwrap().is_none(), "no identity, no file");
+        assert!(load(&manifest, "b1", &other.index_key).is_err(), "other tools");
+        assert!(
+            load(&manifest, "", &s.index_key).unwrap().is_none(),
+            "no identity, no file"
+        );
 
         // A snapshot built with a loader takes the loaded index and does not ask to persist it.
         let states = s.upstreams.clone();
         let again = Snapshot::build_loading(states, 2, &Default::default(), &|key| {
-            load(&path, "b1", key).ok().flatten()
+            load(&manifest, "b1", key).ok().flatten()
         });
         assert!(!again.index_built);
         assert_eq!(again.index.to_bytes(), s.index.to_bytes());
@@ -175,8 +161,8 @@ mod tests {
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
         std::fs::write(&path, &bytes).unwrap();
-        assert!(load(&path, "b1", &s.index_key).unwrap_err().contains("checksum"));
+        assert!(load(&manifest, "b1", &s.index_key).unwrap_err().contains("checksum"));
         std::fs::write(&path, &bytes[..20]).unwrap();
-        assert!(load(&path, "b1", &s.index_key).is_err());
+        assert!(load(&manifest, "b1", &s.index_key).is_err());
     }
 }

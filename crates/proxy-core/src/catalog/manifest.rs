@@ -172,13 +172,28 @@ pub fn remove_stale_temp_files(path: &Path) -> usize {
 
 /// Writes a manifest atomically.
 pub fn store(path: &Path, manifest: &Manifest) -> std::io::Result<()> {
-    let (dir, prefix) = temp_prefix(path);
+    // Streamed: an 11k-tool manifest is ~18 MB that need not exist in memory at once.
+    store_beside(path, path, "", |w| {
+        serde_json::to_writer(w, manifest).map_err(std::io::Error::other)
+    })
+}
+
+/// Writes `path` (the manifest at `manifest`, or a file kept beside it) atomically: into a
+/// temp file under the manifest's temp prefix (`tag` tells the files apart; an interrupted
+/// write is swept at start by [`remove_stale_temp_files`]), synced, renamed over `path`, the
+/// directory synced.
+pub(crate) fn store_beside(
+    manifest: &Path,
+    path: &Path,
+    tag: &str,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let (dir, prefix) = temp_prefix(manifest);
     std::fs::create_dir_all(&dir)?;
-    let tmp = dir.join(format!("{prefix}{}", std::process::id()));
+    let tmp = dir.join(format!("{prefix}{tag}{}", std::process::id()));
     let result = (|| {
-        // Streamed: an 11k-tool manifest is ~18 MB that need not exist in memory at once.
         let mut w = std::io::BufWriter::with_capacity(256 * 1024, std::fs::File::create(&tmp)?);
-        serde_json::to_writer(&mut w, manifest).map_err(std::io::Error::other)?;
+        write(&mut w)?;
         w.flush()?;
         let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
