@@ -11,11 +11,14 @@
 #     refresh), after 3 `mcp_refresh`, and the current RSS then;
 #   - start → `/readyz` 200 from that manifest, the upstream down (median of 5), and the peak RSS
 #     of such a start.
+# With EMBED_MODEL set (a model directory, e.g. models/all-MiniLM-L6-v2), the semantic arm instead:
+#   - 557 tools and 11,739 tools, no manifest (every tool embedded from scratch): peak RSS until
+#     `/readyz` says `semantic: ready`, the current RSS then, and the seconds it took.
 # Prints one JSON line per measurement, then one line per binary with the medians over the rounds.
 #
 # Environment: ROUNDS (default 2), CATALOGS (default ../shared/bench/catalogs), LOAD (the load
 # generator; default: built with `cargo build --release --bench load`), UPSTREAM_BIN (the binary
-# that serves `demo-upstream`; default: the last BINARY).
+# that serves `demo-upstream`; default: the last BINARY), EMBED_MODEL (see above).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -60,9 +63,48 @@ sleep 1
 
 proxy() { # binary port upstream-url manifest -> pid
   UPSTREAMS="bench=$3" CATALOG_TTL_SEC=0 REFRESH_MIN_INTERVAL_SEC=0 LOG_LEVEL=warn PORT="$2" \
-    BIND_ADDR=127.0.0.1 MANIFEST_PATH="$4" "$1" serve >>"$WORK/proxy.log" 2>&1 &
+    BIND_ADDR=127.0.0.1 MANIFEST_PATH="$4" EMBED_MODEL="${EMBED_MODEL:-}" "$1" serve >>"$WORK/proxy.log" 2>&1 &
   echo $!
 }
+
+if [[ -n "${EMBED_MODEL:-}" ]]; then
+  semantic() { # binary round label upstream-url: peak until the semantic arm is ready
+    local p pid t0 peak=0 h
+    p=$(free_port); t0=$(date +%s%N)
+    pid=$(proxy "$1" "$p" "$4" ""); PIDS+=("$pid")
+    for _ in $(seq 6000); do # 10 minutes at most
+      h=$(hwm "$pid"); ((h > peak)) && peak=$h
+      curl -sf "http://127.0.0.1:$p/readyz" 2>/dev/null | grep -q '"semantic":"ready"' && break
+      sleep 0.1
+    done
+    curl -sf "http://127.0.0.1:$p/readyz" | grep -q '"semantic":"ready"' || { echo "memory.sh: semantic arm not ready" >&2; exit 1; }
+    emit "$i" "$2" "${3}_seconds" "$(( ($(date +%s%N) - t0) / 1000000000 ))"
+    sleep 1
+    emit "$i" "$2" "${3}_hwm_kb" "$(hwm "$pid")"
+    emit "$i" "$2" "${3}_rss_kb" "$(rss "$pid")"
+    stop "$pid"
+  }
+  for r in $(seq "$ROUNDS"); do
+    for i in "${!BINS[@]}"; do
+      semantic "${BINS[$i]}" "$r" sem_small "http://127.0.0.1:$UP_S/mcp"
+      semantic "${BINS[$i]}" "$r" sem_big "http://127.0.0.1:$UP_B/mcp"
+    done
+  done
+  python3 - "$WORK/cells.jsonl" "${BINS[@]}" <<'PY'
+import collections, json, statistics, sys
+rows = collections.defaultdict(lambda: collections.defaultdict(list))
+for line in open(sys.argv[1]):
+    c = json.loads(line)
+    rows[int(c["binary"])][c["what"]].append(c["value"])
+for i, name in enumerate(sys.argv[2:]):
+    m = {k: statistics.median(v) for k, v in rows[i].items()}
+    mb = lambda k: f"{m[k] / 1024:.1f}"
+    print(f"{name}: semantic arm, 557 tools peak/settled {mb('sem_small_hwm_kb')}/{mb('sem_small_rss_kb')} MiB "
+          f"({m['sem_small_seconds']:.0f} s); 11,739 tools peak/settled {mb('sem_big_hwm_kb')}/{mb('sem_big_rss_kb')} MiB "
+          f"({m['sem_big_seconds']:.0f} s)")
+PY
+  exit 0
+fi
 
 for r in $(seq "$ROUNDS"); do
   for i in "${!BINS[@]}"; do

