@@ -624,3 +624,83 @@ async fn an_endless_line_on_the_list_change_stream_is_cut_off() {
     );
     p.stop().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// an upstream that asks something during a call gets an answer at once, not silence
+// ---------------------------------------------------------------------------------------------
+
+/// A 2025-era upstream whose tool sends `elicitation/create`, `roots/list` and `ping` on the
+/// call's stream (as SDK servers do for `ctx.elicit`) and answers the call 1.5 s later. The
+/// proxy does not relay such requests to its clients: it must answer each at once (-32601,
+/// `ping` with `{}`) instead of leaving the tool waiting until a timeout, and must not pass them
+/// to the client as if they were notifications.
+#[actix_web::test]
+async fn requests_an_upstream_sends_during_a_call_are_answered_at_once() {
+    let tools = vec![t("a-ask")];
+    let a = fake(move |req, _| match req.rpc().as_str() {
+        "tools/call" => {
+            let ask = |id: &str, method: &str| {
+                chunk(event(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {}})).as_bytes())
+            };
+            let result = result_of(req, json!({"content": [{"type": "text", "text": "asked"}]}));
+            vec![
+                Part::Send(sse_head_chunked()),
+                Part::Send(ask("q-1", "elicitation/create")),
+                Part::Send(ask("q-2", "roots/list")),
+                Part::Send(chunk(event(&json!({"jsonrpc": "2.0", "id": 7, "method": "ping"})).as_bytes())),
+                // a notification without an id is not a request
+                Part::Send(chunk(
+                    event(&json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}})).as_bytes(),
+                )),
+                Part::Sleep(Duration::from_millis(1500)),
+                Part::Send(chunk(event(&result).as_bytes())),
+                Part::Send(chunk(b"")),
+            ]
+        }
+        _ => legacy(req, &tools),
+    })
+    .await;
+    let p = start_proxy(vec![cfg("a", &a.url, Duration::from_secs(10))], catalog_config(None)).await;
+    let started = Instant::now();
+    let r = mcp_call(&p.url, "a-ask", json!({})).await;
+    assert_eq!(r["content"][0]["text"], "asked", "{r}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    // every request was answered while the call was still running (the answers arrived before
+    // the result was sent, which the proxy waited for)
+    let answers: Vec<Value> = a
+        .seen
+        .borrow()
+        .iter()
+        .filter(|s| s.verb == "POST" && s.body.get("method").is_none())
+        .map(|s| s.body.clone())
+        .collect();
+    let answer = |id: Value| {
+        answers
+            .iter()
+            .find(|b| b["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no answer to {id}: {answers:?}"))
+    };
+    for id in ["q-1", "q-2"] {
+        let a = answer(json!(id));
+        assert_eq!(a["jsonrpc"], "2.0");
+        assert_eq!(a["error"]["code"], -32601, "{a}");
+    }
+    assert_eq!(answer(json!(7))["result"], json!({}));
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    let metrics = client()
+        .get(format!("{}/metrics", p.base))
+        .send()
+        .await
+        .unwrap()
+        .body()
+        .await
+        .unwrap();
+    let metrics = String::from_utf8_lossy(&metrics);
+    assert!(
+        metrics.contains(
+            r#"mcp_proxy_upstream_requests_total{upstream="a",method="elicitation/create",outcome="declined"} 1"#
+        ),
+        "{metrics}"
+    );
+}

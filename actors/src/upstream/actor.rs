@@ -15,10 +15,15 @@
 //! stream is closed (the modern era's cancellation) and a legacy upstream is also sent
 //! `notifications/cancelled` for the request.
 //!
+//! A request the upstream sends on a call's stream (`elicitation/create`, `sampling/…`,
+//! `roots/list`, `ping`) is not relayed to the caller: it is answered at once (`ping` with
+//! `{}`, anything else with -32601), alongside the call, so the tool gets its "not supported"
+//! and finishes instead of waiting for an answer until a timeout.
+//!
 //! `EndSession` does not handshake: it ends a sticky legacy session (`SessionState::ended`)
 //! and sends its `DELETE`, bounded by the upstream's timeout and at most 2 s.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -403,12 +408,35 @@ async fn call_tool(conn: &Connection, msg: &mut CallTool) -> Result<RawObject, U
     let params = Value::Object(params);
     let last_activity = Cell::new(Instant::now());
     let current_id: Cell<Option<i64>> = Cell::new(None);
+    // requests the upstream sends on the call's stream, to be answered at once (module docs)
+    let asked: RefCell<Vec<(String, Value)>> = RefCell::new(Vec::new());
+    let asking = tokio::sync::Notify::new();
     let forward = |v: Value| {
+        if let Some((method, id)) = server_request(&v) {
+            last_activity.set(Instant::now());
+            let mut asked = asked.borrow_mut();
+            if asked.len() < MAX_UNANSWERED {
+                asked.push((method.to_owned(), id.clone()));
+            }
+            asking.notify_one();
+            return;
+        }
         if v.get("method").and_then(Value::as_str) == Some("notifications/progress") {
             last_activity.set(Instant::now());
         }
         if let Some(tx) = &msg.notifications {
             let _ = tx.send(v);
+        }
+    };
+    let answer = async {
+        loop {
+            asking.notified().await;
+            let pending = std::mem::take(&mut *asked.borrow_mut());
+            for (method, id) in pending {
+                log::info!(upstream = conn.spec.label.as_str(), method = method.as_str(); "upstream request on a call declined");
+                conn.spec.metrics.upstream_request_declined(&conn.spec.label, &method);
+                list_changes::answer_server_request(conn, &method, id).await;
+            }
         }
     };
     let opts = RequestOptions {
@@ -429,7 +457,7 @@ async fn call_tool(conn: &Connection, msg: &mut CallTool) -> Result<RawObject, U
         }
     };
     let outcome = tokio::select! {
-        r = with_progress_timeout(conn, call, &last_activity) => r,
+        r = alongside(with_progress_timeout(conn, call, &last_activity), answer) => r,
         reason = cancelled => {
             cancel_upstream(conn, current_id.get(), reason).await;
             return Err(UpstreamError::Cancelled(reason));
@@ -466,6 +494,29 @@ async fn with_progress_timeout<T>(
 
 /// A legacy upstream is told the request is cancelled (the modern era's cancellation is
 /// the closed stream itself, already done by dropping the request).
+/// Requests an upstream may have unanswered on one call at a time: more are not answered (the
+/// upstream's own timeout ends them).
+const MAX_UNANSWERED: usize = 64;
+
+/// The method and id of a server-to-client request (`elicitation/create`,
+/// `sampling/createMessage`, `roots/list`, `ping`, …): a message with a method and a string
+/// or number id.
+fn server_request(v: &Value) -> Option<(&str, &Value)> {
+    let method = v.get("method")?.as_str()?;
+    let id = v.get("id").filter(|id| id.is_string() || id.is_number())?;
+    Some((method, id))
+}
+
+/// Runs `work` to its end while `side` (work that serves it, never finishing of itself) runs
+/// alongside; `side` is dropped when `work` ends.
+async fn alongside<T>(work: impl std::future::Future<Output = T>, side: impl std::future::Future<Output = ()>) -> T {
+    tokio::pin!(work);
+    tokio::select! {
+        out = &mut work => out,
+        () = side => work.await,
+    }
+}
+
 async fn cancel_upstream(conn: &Connection, id: Option<i64>, reason: CancelReason) {
     let era = conn.session.read(SessionState::era);
     log::info!(upstream = conn.spec.label.as_str(), era = era.map(Era::as_str).unwrap_or("unknown"), reason = reason.as_str(); "upstream call cancelled");
@@ -483,6 +534,24 @@ async fn cancel_upstream(conn: &Connection, id: Option<i64>, reason: CancelReaso
 mod tests {
     use super::*;
     use mcp_wire::jsonrpc::RpcError;
+
+    #[test]
+    fn a_server_request_has_a_method_and_a_string_or_number_id() {
+        let v = json!({"jsonrpc": "2.0", "id": "q", "method": "elicitation/create", "params": {}});
+        assert_eq!(server_request(&v), Some(("elicitation/create", &json!("q"))));
+        let v = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"});
+        assert_eq!(server_request(&v), Some(("ping", &json!(3))));
+        // notifications, responses and malformed ids are not requests to answer
+        for v in [
+            json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {}}),
+            json!({"jsonrpc": "2.0", "id": null, "method": "roots/list"}),
+            json!({"jsonrpc": "2.0", "id": {"x": 1}, "method": "roots/list"}),
+            json!({"jsonrpc": "2.0", "id": 1, "method": 5}),
+            json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
+        ] {
+            assert_eq!(server_request(&v), None, "{v}");
+        }
+    }
 
     #[test]
     fn every_upstream_error_has_one_kind_and_cancellations_none() {

@@ -154,8 +154,8 @@ async fn listen_once(
 }
 
 /// Answers a server-to-client request: `ping` with `{}`, anything else with -32601 (the
-/// proxy declares no client capabilities).
-async fn answer_server_request(conn: &Connection, method: &str, id: Value) {
+/// proxy declares no client capabilities). Used for the standalone stream and a call's stream.
+pub(super) async fn answer_server_request(conn: &Connection, method: &str, id: Value) {
     let body = if method == "ping" {
         json!({"jsonrpc": "2.0", "id": id, "result": {}})
     } else {

@@ -262,6 +262,26 @@ struct ErrorLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AskedLabels {
+    upstream: String,
+    method: &'static str,
+    outcome: &'static str,
+}
+
+/// The `method` label of `mcp_proxy_upstream_requests_total`: the requests MCP defines from a
+/// server to its client, anything else `other` (an upstream's method names are not trusted to
+/// stay few).
+pub fn server_request_method(method: &str) -> &'static str {
+    match method {
+        "elicitation/create" => "elicitation/create",
+        "sampling/createMessage" => "sampling/createMessage",
+        "roots/list" => "roots/list",
+        "ping" => "ping",
+        _ => "other",
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RefreshLabels {
     outcome: &'static str,
     reason: &'static str,
@@ -305,6 +325,7 @@ pub struct Metrics {
     tool_call_duration: HistogramFamily<CallLatencyLabels>,
     tool_calls_in_flight: Family<UpstreamLabels, Gauge>,
     upstream_errors: Family<ErrorLabels, Counter>,
+    upstream_requests: Family<AskedLabels, Counter>,
     refreshes: Family<RefreshLabels, Counter>,
     refresh_duration: HistogramFamily<OutcomeLabels>,
     searches: Counter,
@@ -396,6 +417,12 @@ impl Metrics {
             "Failed exchanges with upstreams (calls and listings) and session resets, by upstream and kind",
             Family::default(),
         );
+        let upstream_requests = registered(
+            &mut registry,
+            "upstream_requests",
+            "Requests an upstream sent to the proxy during a tool call (elicitation, sampling, roots), by upstream, method and outcome",
+            Family::default(),
+        );
         let refreshes = registered(
             &mut registry,
             "refreshes",
@@ -458,6 +485,7 @@ impl Metrics {
             tool_call_duration,
             tool_calls_in_flight,
             upstream_errors,
+            upstream_requests,
             refreshes,
             refresh_duration,
             searches,
@@ -576,6 +604,18 @@ impl Metrics {
             .get_or_create(&ErrorLabels {
                 upstream: upstream.to_string(),
                 kind: kind.as_str(),
+            })
+            .inc();
+    }
+
+    /// `upstream` sent a request during a tool call and the proxy answered it with an error
+    /// (`outcome="declined"`: the proxy does not relay such requests to its clients).
+    pub fn upstream_request_declined(&self, upstream: &str, method: &str) {
+        self.upstream_requests
+            .get_or_create(&AskedLabels {
+                upstream: upstream.to_string(),
+                method: server_request_method(method),
+                outcome: "declined",
             })
             .inc();
     }
@@ -867,6 +907,8 @@ mod tests {
         m.call("up", "t", CallOutcome::Ok, Some(Duration::from_millis(3)));
         m.upstream_error_kind("up", UpstreamErrorKind::Connect);
         m.upstream_error_kind("up", UpstreamErrorKind::SessionReset);
+        m.upstream_request_declined("up", "elicitation/create");
+        m.upstream_request_declined("up", "x/made-up-by-the-upstream");
         m.refresh(RefreshOutcome::Partial, "startup", Duration::from_millis(20));
         m.search(3, 1, Duration::from_micros(40));
         m.retrieval(RankBucket::Rank(4), 2);
@@ -908,6 +950,20 @@ mod tests {
         );
         assert_eq!(
             s("mcp_proxy_upstream_errors_total", r#"upstream="up",kind="connect""#),
+            Some(1.0)
+        );
+        assert_eq!(
+            s(
+                "mcp_proxy_upstream_requests_total",
+                r#"upstream="up",method="elicitation/create",outcome="declined""#
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            s(
+                "mcp_proxy_upstream_requests_total",
+                r#"upstream="up",method="other",outcome="declined""#
+            ),
             Some(1.0)
         );
         assert_eq!(

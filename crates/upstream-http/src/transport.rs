@@ -473,8 +473,9 @@ impl RpcMessage {
     }
 }
 
-/// Sink for notifications that arrive on a request's SSE stream before its response
-/// (`notifications/progress`, `notifications/message`).
+/// Sink for the messages that arrive on a request's SSE stream before its response:
+/// notifications (`notifications/progress`, `notifications/message`) and requests from the
+/// server (`elicitation/create`, `roots/list`, `ping`, …), which the sink's owner must answer.
 pub type NotificationSink<'a> = Option<&'a dyn Fn(Value)>;
 
 impl Client {
@@ -656,14 +657,12 @@ async fn read_sse(
             }
             return false;
         }
-        if msg.id.is_none() {
-            // A notification goes on as the value it was (read again whole: it is small).
-            if let (Some(sink), Ok(note)) = (on_notification, serde_json::from_str::<Value>(&ev.data)) {
-                sink(note);
-            }
+        // A notification, or a server-to-client request (`elicitation/create`, `roots/list`,
+        // `ping`, …), goes on as the value it was (read again whole: it is small); the sink's
+        // owner answers a request (a call answers each at once, see proxy-actors' upstream).
+        if let (Some(sink), Ok(note)) = (on_notification, serde_json::from_str::<Value>(&ev.data)) {
+            sink(note);
         }
-        // A server-to-client request: the proxy declares no client capabilities, so a
-        // conforming upstream never sends one; it is ignored.
         false
     };
     while let Some(chunk) = stream.next().await {
