@@ -704,3 +704,63 @@ async fn requests_an_upstream_sends_during_a_call_are_answered_at_once() {
         "{metrics}"
     );
 }
+
+/// A tool whose upstream answers `input_required` (the 2026-07-28 era's way to ask; the check
+/// does not depend on the era the fake speaks): the client gets a clear upstream-side error
+/// naming what was asked, not a result relabelled `complete` that its SDK cannot read.
+#[actix_web::test]
+async fn an_input_required_result_is_a_clear_error_until_it_can_be_relayed() {
+    let tools = vec![t("i-ask")];
+    let a = fake(move |req, _| match req.rpc().as_str() {
+        "tools/call" => json_reply(&result_of(
+            req,
+            json!({
+                "resultType": "input_required",
+                "inputRequests": {
+                    "confirm": {"method": "elicitation/create", "params": {"message": "Delete?", "requestedSchema": {"type": "object"}}},
+                    "where": {"method": "roots/list", "params": {}},
+                },
+                "requestState": "opaque-state",
+            }),
+        )),
+        _ => legacy(req, &tools),
+    })
+    .await;
+    let p = start_proxy(vec![cfg("i", &a.url, Duration::from_secs(5))], catalog_config(None)).await;
+    let r = mcp_call(&p.url, "i-ask", json!({})).await;
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r.get("resultType").is_none() || r["resultType"] == "complete", "{r}");
+    let e = &r["structuredContent"]["error"];
+    assert_eq!(e["side"], "upstream", "{r}");
+    assert_eq!(e["retryable"], false, "{r}");
+    let message = error_message(&r);
+    assert!(
+        message.contains("asked for input") && message.contains("elicitation/create, roots/list"),
+        "{message}"
+    );
+    assert!(
+        !r.to_string().contains("opaque-state"),
+        "the upstream's state is not leaked: {r}"
+    );
+    let metrics = client()
+        .get(format!("{}/metrics", p.base))
+        .send()
+        .await
+        .unwrap()
+        .body()
+        .await
+        .unwrap();
+    let metrics = String::from_utf8_lossy(&metrics);
+    for method in ["elicitation/create", "roots/list"] {
+        assert!(
+            metrics.contains(&format!(
+                r#"mcp_proxy_upstream_requests_total{{upstream="i",method="{method}",outcome="declined"}} 1"#
+            )),
+            "{metrics}"
+        );
+    }
+    assert!(
+        !metrics.contains(r#"mcp_proxy_upstream_errors_total{upstream="i""#),
+        "asking is not an upstream error: {metrics}"
+    );
+}

@@ -18,7 +18,9 @@
 //! A request the upstream sends on a call's stream (`elicitation/create`, `sampling/…`,
 //! `roots/list`, `ping`) is not relayed to the caller: it is answered at once (`ping` with
 //! `{}`, anything else with -32601), alongside the call, so the tool gets its "not supported"
-//! and finishes instead of waiting for an answer until a timeout.
+//! and finishes instead of waiting for an answer until a timeout. A 2026-07-28
+//! `input_required` result is [`UpstreamError::InputRequired`], naming the methods it asked
+//! with.
 //!
 //! `EndSession` does not handshake: it ends a sticky legacy session (`SessionState::ended`)
 //! and sends its `DELETE`, bounded by the upstream's timeout and at most 2 s.
@@ -277,7 +279,8 @@ fn error_kind(e: &UpstreamError) -> Option<UpstreamErrorKind> {
         UpstreamError::InvalidReply(_) => UpstreamErrorKind::InvalidReply,
         UpstreamError::TooLarge { .. } => UpstreamErrorKind::TooLarge,
         UpstreamError::Unavailable => UpstreamErrorKind::Unavailable,
-        UpstreamError::Cancelled(_) => return None,
+        // the upstream did its part (counted in mcp_proxy_upstream_requests_total instead)
+        UpstreamError::Cancelled(_) | UpstreamError::InputRequired { .. } => return None,
     })
 }
 
@@ -464,7 +467,37 @@ async fn call_tool(conn: &Connection, msg: &mut CallTool) -> Result<RawObject, U
         }
     };
     let (result, _) = outcome?;
-    RawObject::parse(result.get()).map_err(|_| UpstreamError::InvalidReply("tools/call result is not an object".into()))
+    let result = RawObject::parse(result.get())
+        .map_err(|_| UpstreamError::InvalidReply("tools/call result is not an object".into()))?;
+    if let Some(methods) = input_requested(&result) {
+        for method in &methods {
+            log::info!(upstream = conn.spec.label.as_str(), method = method.as_str(); "upstream request on a call declined");
+            conn.spec.metrics.upstream_request_declined(&conn.spec.label, method);
+        }
+        return Err(UpstreamError::InputRequired { methods });
+    }
+    Ok(result)
+}
+
+/// Requests in a 2026-07-28 `input_required` result: the methods of its `inputRequests` (at
+/// most [`MAX_UNANSWERED`], sorted). `None` for any other result.
+fn input_requested(result: &RawObject) -> Option<Vec<String>> {
+    let kind = result
+        .get("resultType")
+        .and_then(|v| serde_json::from_str::<&str>(v.get()).ok());
+    if kind != Some(modern::INPUT_REQUIRED) {
+        return None;
+    }
+    let mut methods: Vec<String> = result
+        .object("inputRequests")
+        .unwrap_or_default()
+        .values()
+        .filter_map(|r| r.get("method")?.as_str())
+        .take(MAX_UNANSWERED)
+        .map(str::to_owned)
+        .collect();
+    methods.sort();
+    Some(methods)
 }
 
 /// Like `with_timeout`, but each progress notification restarts the clock, within
@@ -536,6 +569,41 @@ mod tests {
     use mcp_wire::jsonrpc::RpcError;
 
     #[test]
+    fn an_input_required_result_names_the_methods_it_asks_with() {
+        let raw = |v: Value| RawObject::parse(&v.to_string()).unwrap();
+        let r = raw(
+            json!({"resultType": "input_required", "requestState": "s", "inputRequests": {
+                "b": {"method": "sampling/createMessage", "params": {}},
+                "a": {"method": "elicitation/create", "params": {}},
+                "bad": {"params": {}},
+            }}),
+        );
+        assert_eq!(
+            input_requested(&r),
+            Some(vec![
+                "elicitation/create".to_owned(),
+                "sampling/createMessage".to_owned()
+            ])
+        );
+        assert_eq!(
+            input_requested(&raw(json!({"resultType": "input_required"}))),
+            Some(vec![])
+        );
+        for v in [
+            json!({"resultType": "complete", "content": []}),
+            json!({"content": [], "inputRequests": {"a": {"method": "roots/list"}}}),
+            json!({"resultType": 5}),
+        ] {
+            assert_eq!(input_requested(&raw(v.clone())), None, "{v}");
+        }
+        let many: Map<String, Value> = (0..1000)
+            .map(|i| (format!("k{i}"), json!({"method": "roots/list"})))
+            .collect();
+        let r = raw(json!({"resultType": "input_required", "inputRequests": many}));
+        assert_eq!(input_requested(&r).map(|m| m.len()), Some(MAX_UNANSWERED));
+    }
+
+    #[test]
     fn a_server_request_has_a_method_and_a_string_or_number_id() {
         let v = json!({"jsonrpc": "2.0", "id": "q", "method": "elicitation/create", "params": {}});
         assert_eq!(server_request(&v), Some(("elicitation/create", &json!("q"))));
@@ -583,6 +651,7 @@ mod tests {
             (UpstreamError::Unavailable, Some("unavailable")),
             (UpstreamError::Cancelled(CancelReason::ClientGone), None),
             (UpstreamError::Cancelled(CancelReason::ShuttingDown), None),
+            (UpstreamError::InputRequired { methods: vec![] }, None),
         ];
         for (e, kind) in cases {
             assert_eq!(error_kind(&e).map(UpstreamErrorKind::as_str), kind, "{e}");

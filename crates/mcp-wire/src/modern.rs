@@ -12,6 +12,8 @@ use super::version;
 
 pub const MODERN_VERSIONS: &[&str] = &["2026-07-28"];
 pub const LATEST_MODERN: &str = "2026-07-28";
+/// The `resultType` of a result that asks the caller for input (MRTR: `inputRequests`, `requestState`).
+pub const INPUT_REQUIRED: &str = "input_required";
 
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";

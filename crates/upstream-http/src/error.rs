@@ -36,6 +36,10 @@ pub enum UpstreamError {
     InvalidReply(String),
     /// The reply exceeded the configured size cap and was dropped.
     TooLarge { limit: usize },
+    /// The tool asked its caller for input (a 2026-07-28 result of `resultType`
+    /// `input_required`, holding the methods it asked with: `elicitation/create`, …), which the
+    /// proxy does not relay to its clients.
+    InputRequired { methods: Vec<String> },
     /// The proxy's own actor for this upstream is gone (shutting down).
     Unavailable,
     /// The call was abandoned and cancelled upstream (its client went away, or the proxy is
@@ -61,6 +65,7 @@ impl UpstreamError {
             UpstreamError::Rpc(_)
             | UpstreamError::InvalidReply(_)
             | UpstreamError::TooLarge { .. }
+            | UpstreamError::InputRequired { .. }
             | UpstreamError::Redirect { .. } => false,
         }
     }
@@ -114,6 +119,9 @@ impl UpstreamError {
             UpstreamError::InvalidReply(_) => {
                 "the upstream misbehaved; retrying will probably not help, report it to the operator"
             }
+            UpstreamError::InputRequired { .. } => {
+                "this tool asks the user or the model for input while it runs, which mcp-search-proxy does not relay yet; retrying will not help: give the tool everything it needs in its arguments, use another tool, or reach this server directly"
+            }
             UpstreamError::TooLarge { .. } => {
                 "ask for less data (filters, paging, smaller ranges); retrying unchanged will fail again"
             }
@@ -165,6 +173,12 @@ impl std::fmt::Display for UpstreamError {
             }
             UpstreamError::Rpc(e) => write!(f, "error {}: {}", e.code, e.message),
             UpstreamError::InvalidReply(e) => write!(f, "invalid reply: {e}"),
+            UpstreamError::InputRequired { methods } if methods.is_empty() => {
+                write!(f, "the tool asked for input (input_required)")
+            }
+            UpstreamError::InputRequired { methods } => {
+                write!(f, "the tool asked for input (input_required: {})", methods.join(", "))
+            }
             UpstreamError::TooLarge { limit } => write!(f, "reply larger than the {limit}-byte cap"),
             UpstreamError::Unavailable => write!(f, "upstream actor unavailable"),
             UpstreamError::Cancelled(r) => write!(f, "cancelled ({})", r.message()),
