@@ -9,17 +9,22 @@
 //! The scripts do the whole search → describe → call flow and check every answer; their output
 //! (a JSON summary, or `FAIL: …` and a traceback) is shown when a test fails.
 //!
+//! One test has a Python SDK upstream instead (`tests/peers/upstreams/py_ask.py`), whose tools
+//! ask their caller something (elicitation, roots): through `mcp_call` they must end at once
+//! with the upstream's own reason, never hang or come back as a result the client cannot read.
+//!
 //! The clients come from their registries via `scripts/install-test-peers.sh` (into `.venv/` and
 //! `tests/peers/node_modules/`). Without them the tests skip, unless `REQUIRE_PEERS=1` (set by
 //! `scripts/test.sh`, hence in CI), where a missing client is a failure.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use demo_upstream::{self as demo, UpstreamOptions};
 
 mod peer_harness;
-use peer_harness::{node, peers_available, python, repo_root, run_bounded, Peer, TestProxy, CLIENT_TIMEOUT};
+use peer_harness::{node, peers_available, python, repo_root, run_bounded, Peer, Proc, TestProxy, CLIENT_TIMEOUT};
 
 /// Starts the demo upstream and the proxy in front of it, runs the client against the proxy
 /// (the servers keep running on this thread's runtime meanwhile), and asserts the client passed.
@@ -98,4 +103,53 @@ async fn python_sdk_auto_negotiation() {
 #[actix_web::test]
 async fn typescript_sdk_v1() {
     run_client("typescript_sdk_v1", Peer::Node, node(), "tests/peers/ts1_flow.mjs", &[]).await;
+}
+
+/// A Python SDK (`mcp` 2.x) upstream whose tools elicit and list roots, stateful/SSE and
+/// stateless/JSON (the proxy reaches it in the 2026-07-28 era): the proxy declares no client
+/// capabilities, so the SDK refuses to ask, and `mcp_call` returns that refusal at once as an
+/// upstream-side error naming what was asked — well within the upstream timeout (20 s here),
+/// which a call waiting for an answer would run into.
+#[actix_web::test]
+async fn python_sdk_tools_that_ask_end_at_once_with_the_upstreams_reason() {
+    if !peers_available(
+        "python_sdk_tools_that_ask_end_at_once_with_the_upstreams_reason",
+        &[Peer::Python],
+    ) {
+        return;
+    }
+    for flags in [&[][..], &["--stateless", "--json"][..]] {
+        let script = repo_root().join("tests/peers/upstreams/py_ask.py");
+        let mut args = vec![script.display().to_string(), "--port".into(), "0".into()];
+        args.extend(flags.iter().map(|f| f.to_string()));
+        let (mut upstream, url) =
+            actix_web::rt::task::spawn_blocking(move || Proc::spawn_ready("py_ask", &python(), &args))
+                .await
+                .expect("upstream starter thread")
+                .unwrap_or_else(|e| panic!("{e}"));
+        let proxy = TestProxy::start(&format!("ask={url}")).await;
+        let plain = proxy.mcp_call("plain", serde_json::json!({})).await;
+        assert_eq!(
+            plain["content"][0]["text"],
+            "plain",
+            "{flags:?}: {plain}\n{}",
+            upstream.logs()
+        );
+        for (tool, asked) in [("confirm", "elicitation/create"), ("where", "roots/list")] {
+            let started = Instant::now();
+            let r = proxy.mcp_call(tool, serde_json::json!({})).await;
+            let took = started.elapsed();
+            assert_eq!(r["isError"], true, "{flags:?} {tool}: {r}");
+            let e = &r["structuredContent"]["error"];
+            assert_eq!(e["side"], "upstream", "{flags:?} {tool}: {r}");
+            let message = e["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains(asked),
+                "{flags:?} {tool}: the upstream's reason names {asked}: {message}"
+            );
+            assert!(took < Duration::from_secs(10), "{flags:?} {tool}: took {took:?}");
+        }
+        proxy.stop().await;
+        upstream.kill();
+    }
 }

@@ -156,8 +156,8 @@ impl Connection {
         let ctx = self.ensure_ready().await?;
         match self.attempt(&ctx, method, params.as_ref(), opts).await {
             Attempt::Done(r) => r.map(|v| (v, ctx)),
-            lost @ (Attempt::SessionLost | Attempt::EraChanged) => {
-                let forget_era = matches!(lost, Attempt::EraChanged);
+            lost @ (Attempt::SessionLost(_) | Attempt::EraChanged(_)) => {
+                let forget_era = matches!(lost, Attempt::EraChanged(_));
                 log::info!(upstream = self.spec.label.as_str(), method = method, reprobe = forget_era; "upstream session lost, re-initializing");
                 self.spec
                     .metrics
@@ -165,10 +165,9 @@ impl Connection {
                 let ctx = self.reset(ctx.generation, forget_era).await?;
                 match self.attempt(&ctx, method, params.as_ref(), opts).await {
                     Attempt::Done(r) => r.map(|v| (v, ctx)),
-                    Attempt::SessionLost | Attempt::EraChanged => Err(UpstreamError::Http {
-                        status: 404,
-                        detail: "the upstream rejected a freshly initialized session".into(),
-                    }),
+                    // refused again in a fresh session (and era): the refusal was about the
+                    // request itself, and is reported as the upstream worded it
+                    Attempt::SessionLost(refusal) | Attempt::EraChanged(refusal) => Err(refusal),
                 }
             }
         }

@@ -20,19 +20,30 @@ use mcp_wire::{modern, Era};
 pub enum Attempt {
     /// The result (raw JSON, read by whoever needs it), or why there is none.
     Done(Result<Box<RawValue>, UpstreamError>),
-    /// Legacy: the request carried a session the upstream no longer knows.
-    SessionLost,
-    /// Modern: the upstream refused in a way that says it no longer speaks this era.
-    EraChanged,
+    /// Legacy: the request carried a session the upstream no longer knows. The error is the
+    /// refusal as the upstream worded it, for when a retry in a fresh session is refused too.
+    SessionLost(UpstreamError),
+    /// Modern: the upstream refused in a way that says it may no longer speak this era (the
+    /// refusal as above: a reprobe that finds the same era shows it meant something else).
+    EraChanged(UpstreamError),
 }
 
 /// Reads the reply to a request sent in `era`; `carried_session`: whether it carried an
 /// `Mcp-Session-Id` (only such a request can find its session lost).
 pub fn attempt(era: Era, carried_session: bool, reply: transport::Reply) -> Attempt {
     let rpc_error = reply.rpc_error();
+    let refusal = |reply, rpc_error| {
+        interpret(reply, rpc_error)
+            .err()
+            .unwrap_or_else(|| UpstreamError::InvalidReply("a refusal without an error".into()))
+    };
     match era {
-        Era::Legacy if carried_session && session_lost(reply.status, rpc_error.as_ref()) => Attempt::SessionLost,
-        Era::Modern if modern_refusal_means_other_era(reply.status, rpc_error.as_ref()) => Attempt::EraChanged,
+        Era::Legacy if carried_session && session_lost(reply.status, rpc_error.as_ref()) => {
+            Attempt::SessionLost(refusal(reply, rpc_error))
+        }
+        Era::Modern if modern_refusal_means_other_era(reply.status, rpc_error.as_ref()) => {
+            Attempt::EraChanged(refusal(reply, rpc_error))
+        }
         _ => Attempt::Done(interpret(reply, rpc_error)),
     }
 }
@@ -239,7 +250,10 @@ mod tests {
     #[test]
     fn an_attempt_ends_by_era_and_session() {
         let not_found = || reply(404, Some(json!("Not Found")));
-        assert!(matches!(attempt(Era::Legacy, true, not_found()), Attempt::SessionLost));
+        assert!(matches!(
+            attempt(Era::Legacy, true, not_found()),
+            Attempt::SessionLost(UpstreamError::Http { status: 404, .. })
+        ));
         assert_eq!(
             done(attempt(Era::Legacy, false, not_found())),
             Err(UpstreamError::Http {
@@ -248,7 +262,22 @@ mod tests {
             }),
             "a stateless upstream has no session to lose"
         );
-        assert!(matches!(attempt(Era::Modern, false, not_found()), Attempt::EraChanged));
+        assert!(matches!(
+            attempt(Era::Modern, false, not_found()),
+            Attempt::EraChanged(UpstreamError::Http { status: 404, .. })
+        ));
+        // the refusal keeps the upstream's own words, for when a retry is refused too
+        let no_back_channel = reply(
+            400,
+            Some(
+                json!({"jsonrpc": "2.0", "id": 1, "error": {"code": jsonrpc::INVALID_REQUEST,
+                "message": "Cannot send 'elicitation/create': this transport context has no back-channel"}}),
+            ),
+        );
+        match attempt(Era::Modern, false, no_back_channel) {
+            Attempt::EraChanged(e) => assert!(e.to_string().contains("no back-channel"), "{e}"),
+            other => panic!("{other:?}"),
+        }
         let ok = || reply(200, Some(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}})));
         for (era, session) in [(Era::Legacy, true), (Era::Legacy, false), (Era::Modern, false)] {
             assert_eq!(done(attempt(era, session, ok())), Ok(r#"{"tools":[]}"#.to_string()));
@@ -259,7 +288,10 @@ mod tests {
                 json!({"jsonrpc": "2.0", "id": 1, "error": {"code": jsonrpc::SERVER_ERROR, "message": "Session expired"}}),
             ),
         );
-        assert!(matches!(attempt(Era::Legacy, true, expired), Attempt::SessionLost));
+        assert!(matches!(
+            attempt(Era::Legacy, true, expired),
+            Attempt::SessionLost(UpstreamError::Rpc(_))
+        ));
     }
 
     #[test]

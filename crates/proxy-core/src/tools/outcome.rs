@@ -108,9 +108,13 @@ impl CallOutcome {
         let error = match self {
             CallOutcome::Relayed { result, .. } => return result.to_value(),
             CallOutcome::Failed(f) => {
+                // the upstream's own words may end a sentence already
                 let msg = format!(
                     "Upstream {:?} failed calling {}: {}. {}.",
-                    f.upstream, f.tool, f.error, f.advice
+                    f.upstream,
+                    f.tool,
+                    f.error.trim_end_matches('.'),
+                    f.advice
                 );
                 json!({"error": {"side": "upstream", "upstream": f.upstream, "tool": f.tool, "message": msg, "retryable": f.retryable}})
             }
@@ -176,6 +180,20 @@ mod tests {
         assert_eq!(
             e["message"],
             "Upstream \"up\" failed calling t: timed out. retry later."
+        );
+        // an error that ends a sentence itself gets no second full stop
+        let out = CallOutcome::Failed(UpstreamFailure {
+            upstream: "up".into(),
+            tool: "t".into(),
+            error: "HTTP 400: no back-channel.".into(),
+            advice: "fix it".into(),
+            retryable: false,
+            cancelled: false,
+        });
+        let r = out.into_result();
+        assert_eq!(
+            r["structuredContent"]["error"]["message"],
+            "Upstream \"up\" failed calling t: HTTP 400: no back-channel. fix it."
         );
         let r = CallOutcome::NoRoute {
             upstream: "gone".into(),
