@@ -38,7 +38,7 @@ UP=$(free_port)
 PIDS+=("$!")
 start_proxy() { # binary port
   UPSTREAMS="bench=http://127.0.0.1:$UP/mcp" CATALOG_TTL_SEC=0 REFRESH_MIN_INTERVAL_SEC=0 LOG_LEVEL=warn \
-    PORT="$2" BIND_ADDR=127.0.0.1 "$1" serve >"$WORK/proxy-$2.log" 2>&1 &
+    PORT="$2" BIND_ADDR=127.0.0.1 EMBED_MODEL= "$1" serve >"$WORK/proxy-$2.log" 2>&1 &
   PIDS+=("$!")
 }
 PA=$(free_port); start_proxy "$OLD" "$PA"

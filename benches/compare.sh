@@ -151,7 +151,7 @@ start_upstream() { # catalog port logfile [demo-upstream options...]
 
 start_proxy() { # upstream-url port logfile [manifest]
   UPSTREAMS="bench=$1" CATALOG_TTL_SEC=0 REFRESH_MIN_INTERVAL_SEC=0 LOG_LEVEL=warn PORT="$2" \
-    BIND_ADDR=127.0.0.1 MANIFEST_PATH="${4:-}" "$BIN" serve >"$3" 2>&1 &
+    BIND_ADDR=127.0.0.1 MANIFEST_PATH="${4:-}" EMBED_MODEL= "$BIN" serve >"$3" 2>&1 &
   PIDS+=("$!")
   LAST_PID=$!
 }
@@ -322,7 +322,7 @@ forget_pid "$UP_PID"
 PX_PORT=$(free_port)
 log "start to ready from an 11,739-tool manifest (upstream down), 5 starts"
 UPSTREAMS="bench=$UP_URL" CATALOG_TTL_SEC=0 LOG_LEVEL=warn PORT="$PX_PORT" BIND_ADDR=127.0.0.1 \
-  MANIFEST_PATH="$MANIFEST" "$LOAD" --mode ready --url "http://127.0.0.1:$PX_PORT/readyz" \
+  MANIFEST_PATH="$MANIFEST" EMBED_MODEL= "$LOAD" --mode ready --url "http://127.0.0.1:$PX_PORT/readyz" \
   --cmd "$BIN" --cmd-arg serve --repeat 5 --label ready11k --json >>"$RESULTS" || die "ready measurement failed"
 
 record load_after "$(cut -d' ' -f1-3 /proc/loadavg)"

@@ -134,8 +134,38 @@ pub struct Config {
     pub egress: upstream_http::egress::Egress,
     /// The sentence-embedding model's directory (`EMBED_MODEL`): enables the semantic arm of
     /// the search. Not checked here: a model that cannot be loaded leaves the service running
-    /// lexical-only, said once with a WARN (see `proxy_actors::embedding`).
+    /// lexical-only, said once with a WARN (see `proxy_actors::embedding`). The binary fills
+    /// it with [`installed_model`] when the variable is not set at all.
     pub embed_model: Option<PathBuf>,
+}
+
+/// Where `scripts/fetch-model.sh` installs the model, relative to a checkout or an install.
+pub const INSTALLED_MODEL: &str = "models/all-MiniLM-L6-v2";
+
+/// The model the binary uses when `EMBED_MODEL` is not set at all (`raw`: the variable as the
+/// environment has it, untrimmed; set but empty means lexical only, as the Compose file uses
+/// it): the first of `<dir>/models/all-MiniLM-L6-v2` over `dirs` (the working directory, the
+/// executable's directory and the checkout two levels above it, where `cargo run` puts the
+/// binary) that holds a `model.safetensors`. `None` when there is none: lexical only.
+pub fn installed_model(raw: Option<&std::ffi::OsStr>, dirs: &[PathBuf]) -> Option<PathBuf> {
+    if raw.is_some() {
+        return None;
+    }
+    dirs.iter()
+        .map(|d| d.join(INSTALLED_MODEL))
+        .find(|m| m.join("model.safetensors").is_file())
+}
+
+/// The directories [`installed_model`] looks in, for this process.
+pub fn model_search_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::current_dir().into_iter().collect();
+    if let Some(exe_dir) = std::env::current_exe().ok().and_then(|e| e.parent().map(PathBuf::from)) {
+        if let Some(checkout) = exe_dir.parent().and_then(|p| p.parent()) {
+            dirs.push(checkout.to_path_buf());
+        }
+        dirs.push(exe_dir);
+    }
+    dirs
 }
 
 /// A configuration error, naming the variable at fault.
@@ -909,6 +939,22 @@ mod tests {
                 .embed_model,
             Some(PathBuf::from("/no/such/model"))
         );
+    }
+
+    #[test]
+    fn an_installed_model_is_found_only_when_embed_model_is_not_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let (empty, with) = (dir.path().join("empty"), dir.path().join("with"));
+        std::fs::create_dir_all(with.join(INSTALLED_MODEL)).unwrap();
+        std::fs::create_dir_all(empty.join(INSTALLED_MODEL)).unwrap(); // no weights in it
+        std::fs::write(with.join(INSTALLED_MODEL).join("model.safetensors"), b"x").unwrap();
+        let dirs = [empty.clone(), with.clone()];
+        assert_eq!(installed_model(None, &dirs), Some(with.join(INSTALLED_MODEL)));
+        assert_eq!(installed_model(None, &[empty]), None);
+        assert_eq!(installed_model(None, &[]), None);
+        // set, even empty: the variable decides (empty = lexical only)
+        assert_eq!(installed_model(Some(std::ffi::OsStr::new("")), &dirs), None);
+        assert_eq!(installed_model(Some(std::ffi::OsStr::new("/m")), &dirs), None);
     }
 
     #[test]

@@ -79,8 +79,17 @@ fn run_batches_one_per_core() {
     }
 }
 
+/// The model found where `scripts/fetch-model.sh` installs it, when `EMBED_MODEL` is not set
+/// (see [`config::installed_model`]).
+fn installed_model() -> Option<std::path::PathBuf> {
+    config::installed_model(
+        std::env::var_os(config::EMBED_MODEL).as_deref(),
+        &config::model_search_dirs(),
+    )
+}
+
 fn serve() -> ExitCode {
-    let cfg = match Config::from_env() {
+    let mut cfg = match Config::from_env() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("mcp-search-proxy: {e}");
@@ -88,6 +97,12 @@ fn serve() -> ExitCode {
         }
     };
     logging::init(cfg.log_level, cfg.log_format);
+    if cfg.embed_model.is_none() {
+        cfg.embed_model = installed_model();
+        if let Some(dir) = &cfg.embed_model {
+            log::info!(path = dir.display().to_string().as_str(); "embedding model found where scripts/fetch-model.sh installs it");
+        }
+    }
     let listener = match TcpListener::bind((cfg.bind_addr.as_str(), cfg.port)) {
         Ok(l) => l,
         Err(e) => {
@@ -112,6 +127,10 @@ fn demo() -> ExitCode {
         port,
         log_level,
         log_format,
+        embed_model: match std::env::var(config::EMBED_MODEL) {
+            Ok(dir) if !dir.trim().is_empty() => Some(dir.trim().into()),
+            _ => installed_model(),
+        },
     };
     exit_code(actix_web::rt::System::new().block_on(cli::demo::run(settings)))
 }

@@ -447,6 +447,7 @@ fn secrets_in_upstream_urls_stay_out_of_logs_and_the_manifest() {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-search-proxy"))
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("EMBED_MODEL", "") // lexical only, even with the model installed
         .env(
             "UPSTREAMS",
             "http://user:hunter2-SECRET@127.0.0.1:9/mcp?api_key=sk-SECRET-KEY",

@@ -223,8 +223,11 @@ async fn the_binary_says_once_why_search_is_lexical() {
     let up = upstream(demo_upstream::demo_tools(), false, false).await;
     let upstreams = format!("demo={}", up.url);
 
-    // EMBED_MODEL unset: one INFO line.
-    let (lines, ready) = run_binary(&[("UPSTREAMS", &upstreams)], |l| !semantic_lines(l).is_empty()).await;
+    // EMBED_MODEL set but empty (lexical only, even with a model installed): one INFO line.
+    let (lines, ready) = run_binary(&[("UPSTREAMS", &upstreams), ("EMBED_MODEL", "")], |l| {
+        !semantic_lines(l).is_empty()
+    })
+    .await;
     let off = semantic_lines(&lines);
     assert_eq!(off.len(), 1, "exactly one line: {off:?}");
     assert_eq!(off[0]["level"], "info", "{off:?}");
@@ -249,4 +252,31 @@ async fn the_binary_says_once_why_search_is_lexical() {
     let ready = ready.expect("the proxy started and became ready without its model");
     assert_eq!(ready["search"]["mode"], "lexical", "{ready}");
     assert_eq!(ready["search"]["semantic"], format!("off ({reason})"), "{ready}");
+}
+
+/// `EMBED_MODEL` not set at all: the binary uses the model `scripts/fetch-model.sh` installed
+/// in the checkout (here: beside `target/`, where the test's binary lives), says where it
+/// found it, and searches hybrid.
+#[actix_web::test]
+async fn the_binary_finds_the_installed_model_without_embed_model() {
+    let installed = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/all-MiniLM-L6-v2");
+    if !embed::model_installed_or_skip(&installed, "the_binary_finds_the_installed_model_without_embed_model") {
+        return;
+    }
+    let up = upstream(demo_upstream::demo_tools(), false, false).await;
+    let upstreams = format!("demo={}", up.url);
+    let (lines, ready) = run_binary(&[("UPSTREAMS", &upstreams)], |l| {
+        l.iter().any(|l| l["msg"] == "embedding model loaded")
+    })
+    .await;
+    let found: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["msg"] == "embedding model found where scripts/fetch-model.sh installs it")
+        .collect();
+    assert_eq!(found.len(), 1, "{lines:?}");
+    let path = found[0]["path"].as_str().unwrap_or_default();
+    assert!(path.ends_with("models/all-MiniLM-L6-v2"), "{path}");
+    assert!(semantic_lines(&lines).is_empty(), "not off: {lines:?}");
+    let ready = ready.expect("the proxy became ready with the model loaded");
+    assert_ne!(ready["search"]["semantic"], "off (EMBED_MODEL unset)", "{ready}");
 }

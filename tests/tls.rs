@@ -406,6 +406,7 @@ async fn the_proxy_process_never_logs_proxy_credentials() {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-search-proxy"))
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("EMBED_MODEL", "") // lexical only, even with the model installed
         .env("UPSTREAMS", format!("sec={url}"))
         .env("UPSTREAM_CA_FILE", ca.pem_file(dir.path()))
         .env(

@@ -13,6 +13,9 @@ pub struct DemoSettings {
     pub port: u16,
     pub log_level: log::LevelFilter,
     pub log_format: LogFormat,
+    /// The embedding model (`EMBED_MODEL`, or the one `scripts/fetch-model.sh` installed):
+    /// hybrid search; `None`: lexical.
+    pub embed_model: Option<std::path::PathBuf>,
 }
 
 pub async fn run(settings: DemoSettings) -> std::io::Result<()> {
@@ -21,6 +24,7 @@ pub async fn run(settings: DemoSettings) -> std::io::Result<()> {
         port: settings.port,
         log_level: settings.log_level,
         log_format: settings.log_format,
+        embed_model: settings.embed_model.clone(),
         ..Config::for_upstreams(vec![UpstreamConfig {
             label: "demo".into(),
             url: upstream.url.clone(),
@@ -34,12 +38,17 @@ pub async fn run(settings: DemoSettings) -> std::io::Result<()> {
         "mcp-search-proxy demo\n\
          \n  MCP endpoint (register this in your client): {url}\
          \n  embedded demo upstream: {up} ({n} tools)\
+         \n  search: {search}\
          \n\n  try it:\
          \n  curl -s {url} -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \\\
          \n    -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"mcp_search\",\"arguments\":{{\"query\":\"send email\"}}}}}}'\
          \n\n  Ctrl-C stops it.\n",
         up = upstream.url,
         n = demo::demo_tools().len(),
+        search = match &settings.embed_model {
+            Some(dir) => format!("hybrid, with the embedding model at {} (GET /readyz says when it is ready)", dir.display()),
+            None => "lexical (scripts/fetch-model.sh installs the embedding model for hybrid search)".to_owned(),
+        },
     );
     let out = server::run(cfg, listener).await;
     upstream.stop().await;

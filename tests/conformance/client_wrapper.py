@@ -98,7 +98,9 @@ def main():
     binary = os.environ.get("MCP_SEARCH_PROXY_BIN") or os.path.join(ROOT, "target", "debug", "mcp-search-proxy")
     port = free_port()
     env = dict(os.environ, UPSTREAMS=f"conformance={upstream}", PORT=str(port), BIND_ADDR="127.0.0.1",
-               CATALOG_TTL_SEC="0", LOG_LEVEL=os.environ.get("LOG_LEVEL", "warn"), LOG_FORMAT="text")
+               CATALOG_TTL_SEC="0", LOG_LEVEL=os.environ.get("LOG_LEVEL", "warn"), LOG_FORMAT="text",
+               # lexical unless asked: the suite checks the protocol, not the search
+               EMBED_MODEL=os.environ.get("EMBED_MODEL", ""))
     env.pop("MANIFEST_PATH", None)
     proxy = subprocess.Popen([binary], env=env, stdout=sys.stderr, stderr=sys.stderr)
     url = f"http://127.0.0.1:{port}/mcp"
