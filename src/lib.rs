@@ -16,7 +16,7 @@
 //!                               │     ──► upstream MCP servers
 //!                               ├─► RetrievalTracker: each client's last search (fire and
 //!                               │     forget), for retrieval telemetry
-//!                               └─► QueryEmbedder (with EMBED_MODEL): query vectors for
+//!                               └─► QueryEmbedder (with a model): query vectors for
 //!                                     mcp_search (2 s bound, else lexical); EmbeddingActor
 //!                                     follows the snapshots and publishes each generation's
 //!                                     tool vectors ┄┄► App
