@@ -9,9 +9,10 @@
 //! The scripts do the whole search → describe → call flow and check every answer; their output
 //! (a JSON summary, or `FAIL: …` and a traceback) is shown when a test fails.
 //!
-//! One test has a Python SDK upstream instead (`tests/peers/upstreams/py_ask.py`), whose tools
-//! ask their caller something (elicitation, roots): through `mcp_call` they must end at once
-//! with the upstream's own reason, never hang or come back as a result the client cannot read.
+//! Two tests have an SDK upstream instead (`tests/peers/upstreams/py_ask.py`, Python; and
+//! `ts2_ask.mjs`, TypeScript 2.x returning `inputRequired(...)`), whose tools ask their caller
+//! something (elicitation, roots): through `mcp_call` they must end at once with the upstream's
+//! own reason, never hang or come back as a result the client cannot read.
 //!
 //! The clients come from their registries via `scripts/install-test-peers.sh` (into `.venv/` and
 //! `tests/peers/node_modules/`). Without them the tests skip, unless `REQUIRE_PEERS=1` (set by
@@ -152,4 +153,37 @@ async fn python_sdk_tools_that_ask_end_at_once_with_the_upstreams_reason() {
         proxy.stop().await;
         upstream.kill();
     }
+}
+
+/// A TypeScript SDK 2.x upstream (2026-07-28) whose tool returns `inputRequired(...)` with an
+/// elicitation: the SDK checks the request's client capabilities (the proxy declares none) and
+/// refuses, and `mcp_call` ends at once with that refusal, naming what was asked.
+#[actix_web::test]
+async fn typescript_sdk_v2_tool_that_asks_ends_at_once_with_the_upstreams_reason() {
+    if !peers_available(
+        "typescript_sdk_v2_tool_that_asks_ends_at_once_with_the_upstreams_reason",
+        &[Peer::Node],
+    ) {
+        return;
+    }
+    let script = repo_root().join("tests/peers/upstreams/ts2_ask.mjs");
+    let args = vec![script.display().to_string(), "--port".into(), "0".into()];
+    let (mut upstream, url) = actix_web::rt::task::spawn_blocking(move || Proc::spawn_ready("ts2_ask", &node(), &args))
+        .await
+        .expect("upstream starter thread")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let proxy = TestProxy::start(&format!("ask={url}")).await;
+    let plain = proxy.mcp_call("plain", serde_json::json!({})).await;
+    assert_eq!(plain["content"][0]["text"], "plain", "{plain}\n{}", upstream.logs());
+    let started = Instant::now();
+    let r = proxy.mcp_call("deploy", serde_json::json!({"env": "prod"})).await;
+    let took = started.elapsed();
+    assert_eq!(r["isError"], true, "{r}");
+    let e = &r["structuredContent"]["error"];
+    assert_eq!(e["side"], "upstream", "{r}");
+    let message = e["message"].as_str().unwrap_or_default();
+    assert!(message.contains("elicitation/create"), "{message}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    proxy.stop().await;
+    upstream.kill();
 }
