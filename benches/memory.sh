@@ -61,6 +61,21 @@ UP_B_PID=$!
 PIDS+=("$UP_B_PID")
 sleep 1
 
+# The medians per binary and measurement: `report` reads, on stdin, the Python lines (indented
+# by 4) that print one binary's line from `m` (medians) and `mb(k)` (a median in MiB).
+REPORT_PRELUDE=$(cat <<'PY'
+import collections, json, statistics, sys
+rows = collections.defaultdict(lambda: collections.defaultdict(list))
+for line in open(sys.argv[1]):
+    c = json.loads(line)
+    rows[int(c["binary"])][c["what"]].append(c["value"])
+for i, name in enumerate(sys.argv[2:]):
+    m = {k: statistics.median(v) for k, v in rows[i].items()}
+    mb = lambda k: f"{m[k] / 1024:.1f}"
+PY
+)
+report() { { printf '%s\n' "$REPORT_PRELUDE"; cat; } | python3 - "$WORK/cells.jsonl" "${BINS[@]}"; }
+
 proxy() { # binary port upstream-url manifest -> pid
   UPSTREAMS="bench=$3" CATALOG_TTL_SEC=0 REFRESH_MIN_INTERVAL_SEC=0 LOG_LEVEL=warn PORT="$2" \
     BIND_ADDR=127.0.0.1 MANIFEST_PATH="$4" EMBED_MODEL="${EMBED_MODEL:-}" "$1" serve >>"$WORK/proxy.log" 2>&1 &
@@ -90,15 +105,7 @@ if [[ -n "${EMBED_MODEL:-}" ]]; then
       semantic "${BINS[$i]}" "$r" sem_big "http://127.0.0.1:$UP_B/mcp"
     done
   done
-  python3 - "$WORK/cells.jsonl" "${BINS[@]}" <<'PY'
-import collections, json, statistics, sys
-rows = collections.defaultdict(lambda: collections.defaultdict(list))
-for line in open(sys.argv[1]):
-    c = json.loads(line)
-    rows[int(c["binary"])][c["what"]].append(c["value"])
-for i, name in enumerate(sys.argv[2:]):
-    m = {k: statistics.median(v) for k, v in rows[i].items()}
-    mb = lambda k: f"{m[k] / 1024:.1f}"
+  report <<'PY'
     print(f"{name}: semantic arm, 557 tools peak/settled {mb('sem_small_hwm_kb')}/{mb('sem_small_rss_kb')} MiB "
           f"({m['sem_small_seconds']:.0f} s); 11,739 tools peak/settled {mb('sem_big_hwm_kb')}/{mb('sem_big_rss_kb')} MiB "
           f"({m['sem_big_seconds']:.0f} s)")
@@ -141,15 +148,7 @@ for r in $(seq "$ROUNDS"); do
   done
 done
 
-python3 - "$WORK/cells.jsonl" "${BINS[@]}" <<'PY'
-import collections, json, statistics, sys
-rows = collections.defaultdict(lambda: collections.defaultdict(list))
-for line in open(sys.argv[1]):
-    c = json.loads(line)
-    rows[int(c["binary"])][c["what"]].append(c["value"])
-for i, name in enumerate(sys.argv[2:]):
-    m = {k: statistics.median(v) for k, v in rows[i].items()}
-    mb = lambda k: f"{m[k] / 1024:.1f}"
+report <<'PY'
     print(f"{name}: 557 tools peak RSS ready/after load {mb('small_ready_hwm_kb')}/{mb('small_load_hwm_kb')} MiB; "
           f"11,739 tools ready/after 3 refreshes {mb('big_ready_hwm_kb')}/{mb('big_refresh_hwm_kb')} MiB "
           f"(current {mb('big_refresh_rss_kb')}); start from manifest {m['manifest_start_ms']:.0f} ms, "

@@ -629,6 +629,19 @@ async fn an_endless_line_on_the_list_change_stream_is_cut_off() {
 // an upstream that asks something during a call gets an answer at once, not silence
 // ---------------------------------------------------------------------------------------------
 
+/// The proxy's `/metrics` text.
+async fn scrape_metrics(base: &str) -> String {
+    let body = client()
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .body()
+        .await
+        .unwrap();
+    String::from_utf8_lossy(&body).into_owned()
+}
+
 /// A 2025-era upstream whose tool sends `elicitation/create`, `roots/list` and `ping` on the
 /// call's stream (as SDK servers do for `ctx.elicit`) and answers the call 1.5 s later. The
 /// proxy does not relay such requests to its clients: it must answer each at once (-32601,
@@ -688,15 +701,7 @@ async fn requests_an_upstream_sends_during_a_call_are_answered_at_once() {
     }
     assert_eq!(answer(json!(7))["result"], json!({}));
     assert_eq!(answers.len(), 3, "{answers:?}");
-    let metrics = client()
-        .get(format!("{}/metrics", p.base))
-        .send()
-        .await
-        .unwrap()
-        .body()
-        .await
-        .unwrap();
-    let metrics = String::from_utf8_lossy(&metrics);
+    let metrics = scrape_metrics(&p.base).await;
     assert!(
         metrics.contains(
             r#"mcp_proxy_upstream_requests_total{upstream="a",method="elicitation/create",outcome="declined"} 1"#
@@ -742,15 +747,7 @@ async fn an_input_required_result_is_a_clear_error_until_it_can_be_relayed() {
         !r.to_string().contains("opaque-state"),
         "the upstream's state is not leaked: {r}"
     );
-    let metrics = client()
-        .get(format!("{}/metrics", p.base))
-        .send()
-        .await
-        .unwrap()
-        .body()
-        .await
-        .unwrap();
-    let metrics = String::from_utf8_lossy(&metrics);
+    let metrics = scrape_metrics(&p.base).await;
     for method in ["elicitation/create", "roots/list"] {
         assert!(
             metrics.contains(&format!(

@@ -106,6 +106,14 @@ async fn typescript_sdk_v1() {
     run_client("typescript_sdk_v1", Peer::Node, node(), "tests/peers/ts1_flow.mjs", &[]).await;
 }
 
+/// Starts an SDK upstream subprocess (off the runtime's thread) and waits for its `READY` URL.
+async fn spawn_upstream(name: &'static str, program: PathBuf, args: Vec<String>) -> (Proc, String) {
+    actix_web::rt::task::spawn_blocking(move || Proc::spawn_ready(name, &program, &args))
+        .await
+        .expect("upstream starter thread")
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// A Python SDK (`mcp` 2.x) upstream whose tools elicit and list roots, stateful/SSE and
 /// stateless/JSON (the proxy reaches it in the 2026-07-28 era): the proxy declares no client
 /// capabilities, so the SDK refuses to ask, and `mcp_call` returns that refusal at once as an
@@ -123,11 +131,7 @@ async fn python_sdk_tools_that_ask_end_at_once_with_the_upstreams_reason() {
         let script = repo_root().join("tests/peers/upstreams/py_ask.py");
         let mut args = vec![script.display().to_string(), "--port".into(), "0".into()];
         args.extend(flags.iter().map(|f| f.to_string()));
-        let (mut upstream, url) =
-            actix_web::rt::task::spawn_blocking(move || Proc::spawn_ready("py_ask", &python(), &args))
-                .await
-                .expect("upstream starter thread")
-                .unwrap_or_else(|e| panic!("{e}"));
+        let (mut upstream, url) = spawn_upstream("py_ask", python(), args).await;
         let proxy = TestProxy::start(&format!("ask={url}")).await;
         let plain = proxy.mcp_call("plain", serde_json::json!({})).await;
         assert_eq!(
@@ -168,10 +172,7 @@ async fn typescript_sdk_v2_tool_that_asks_ends_at_once_with_the_upstreams_reason
     }
     let script = repo_root().join("tests/peers/upstreams/ts2_ask.mjs");
     let args = vec![script.display().to_string(), "--port".into(), "0".into()];
-    let (mut upstream, url) = actix_web::rt::task::spawn_blocking(move || Proc::spawn_ready("ts2_ask", &node(), &args))
-        .await
-        .expect("upstream starter thread")
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut upstream, url) = spawn_upstream("ts2_ask", node(), args).await;
     let proxy = TestProxy::start(&format!("ask={url}")).await;
     let plain = proxy.mcp_call("plain", serde_json::json!({})).await;
     assert_eq!(plain["content"][0]["text"], "plain", "{plain}\n{}", upstream.logs());

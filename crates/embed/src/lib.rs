@@ -79,9 +79,9 @@
 //! | what | figure |
 //! | --- | --- |
 //! | load (`Embedder::load`, files in the page cache) | 130–300 ms |
-//! | RSS of the loaded model (f16 weights and the 8-bit query encoder) | +77 MiB (44 MiB of f16 weights, 13 MiB of 8-bit matrices padded, the tokenizer); with f32 queries (`EMBED_QUERY_INT8=0`) +100 MiB. Before f16: +122 MiB |
-//! | one query per call, 198 dev queries (mean 55 chars), cut at 64 tokens, 1 core, [`Embedder::embed_queries_at`] (8 bits) | p50 2.1 ms, p95 13 ms; cosine to the f32 vectors ≥ 0.995 (2026-12-06; an earlier, noisier day: 3.5 / 26 ms) |
-//! | the same with `EMBED_QUERY_INT8=0` (f32) | p50 6.3–6.9 ms, p95 14–16 ms (2026-12-06; earlier day: 11.3 / 20 ms) |
+//! | RSS of the loaded model (f16 weights and the 8-bit query encoder) | +77 MiB (44 MiB of f16 weights, 13 MiB of 8-bit matrices padded, the tokenizer); with f32 queries (`EMBED_QUERY_INT8=0`) +100 MiB |
+//! | one query per call, 198 dev queries (mean 55 chars), cut at 64 tokens, 1 core, [`Embedder::embed_queries_at`] (8 bits) | p50 2.1 ms, p95 13 ms; cosine to the f32 vectors ≥ 0.995 |
+//! | the same with `EMBED_QUERY_INT8=0` (f32) | p50 6.3–6.9 ms, p95 14–16 ms |
 //! | 557 tools of `deployment.json` through the service, 2 cores | 3.1–3.3 s, peak RSS 140–152 MiB (f32 weights and padded batches of 8: 2.9–3.1 s, 236–252 MiB) |
 //! | 1,000 random tools of real-11k (the service's text, cut at 128 tokens), `search --embed-model` | 11.9 s on 2 cores (1 core: 20.9 s); before the AVX-512 kernels, the encoder and one batch per core: 30.1 s (1 core: 45 s) |
 //! | all 11,739 tools of real-11k, through the service (`embedding finished`) | 142 s and 151 s on 2 cores with the image's allocator options (`MIMALLOC_ARENA_EAGER_COMMIT=0 MIMALLOC_PURGE_DELAY=10`: freed activations go back to the OS and fault in again), peak RSS of the proxy 302–320 MiB; 112 s with the allocator's defaults (was 345 s), peak 389 MiB (2026-12-04, quiet machine) |
