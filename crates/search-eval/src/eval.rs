@@ -137,8 +137,7 @@ fn rank_all_semantic(
 }
 
 /// Each query's ranking by `rank` (tool positions, best first), one answer per entry of a
-/// query given as a list, interleaved (first of each, then second of each, ...), names
-/// deduplicated, cut at `limit`.
+/// query given as a list, interleaved ([`interleave`]).
 fn rank_each(
     names: &[String],
     queries: &[EvalQuery],
@@ -149,21 +148,27 @@ fn rank_each(
         .iter()
         .map(|q| {
             let answers: Vec<Vec<usize>> = q.texts().iter().map(|t| rank(t)).collect();
-            let mut ranked: Vec<String> = Vec::new();
-            for i in 0..limit {
-                for a in &answers {
-                    if let Some(&doc) = a.get(i) {
-                        let n = &names[doc];
-                        if !ranked.contains(n) {
-                            ranked.push(n.clone());
-                        }
-                    }
-                }
-            }
-            ranked.truncate(limit);
-            ranked
+            interleave(names, &answers, limit)
         })
         .collect()
+}
+
+/// One query's ranking from the answers to each of its texts (tool positions, best first):
+/// first of each, then second of each, ..., names deduplicated, cut at `limit`.
+pub(crate) fn interleave(names: &[String], answers: &[Vec<usize>], limit: usize) -> Vec<String> {
+    let mut ranked: Vec<String> = Vec::new();
+    for i in 0..limit {
+        for a in answers {
+            if let Some(&doc) = a.get(i) {
+                let n = &names[doc];
+                if !ranked.contains(n) {
+                    ranked.push(n.clone());
+                }
+            }
+        }
+    }
+    ranked.truncate(limit);
+    ranked
 }
 
 impl EvalArgs {
@@ -423,7 +428,7 @@ fn arms_table(runs: &[(&str, &SetRun)]) -> String {
 }
 
 /// A `queries.json` file's queries; errors name the file.
-fn load_query_file(path: &Path) -> Result<Vec<EvalQuery>, String> {
+pub(crate) fn load_query_file(path: &Path) -> Result<Vec<EvalQuery>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     eval::load_queries(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
@@ -602,7 +607,7 @@ fn baseline_table(dir: &Path, sets: &[SetReport], changes: &[BaselineChange]) ->
 
 /// The sets of `eval_dir`: `(name, catalog, queries)` for each folder with a `queries.json`, in
 /// name order; a folder without `catalog.json` is answered from `catalogs_dir/deployment.json`.
-fn visible_sets(eval_dir: &Path, catalogs_dir: &Path) -> Result<Vec<(String, PathBuf, PathBuf)>, String> {
+pub(crate) fn visible_sets(eval_dir: &Path, catalogs_dir: &Path) -> Result<Vec<(String, PathBuf, PathBuf)>, String> {
     let entries = std::fs::read_dir(eval_dir).map_err(|e| {
         format!(
             "{}: {e} (the evaluation sets, one folder per set; pass --eval-dir)",

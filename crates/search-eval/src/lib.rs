@@ -8,6 +8,9 @@
 //!   arm and each arm alone (`--arms`).
 //! - [`search`] (`search-eval search --catalog FILE QUERY`): one query's ranking of a catalog
 //!   file's tools, with `--explain` for each score's parts.
+//! - [`train`] (`search-eval train --embed-model DIR`): fits the hybrid search's fusion model
+//!   on every visible set, judged leaving one set out, and writes the model file the search
+//!   ships with.
 //! - [`vectors`]: the semantic arm's vectors for both, the model's kept in a cache folder
 //!   between runs, or another model's vectors read from files (`--vectors`, after
 //!   `--export-texts`).
@@ -27,4 +30,5 @@
 
 pub mod eval;
 pub mod search;
+pub mod train;
 pub mod vectors;

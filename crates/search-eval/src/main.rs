@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 use search_eval::eval::EvalArgs;
 use search_eval::search::SearchArgs;
+use search_eval::train::TrainArgs;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -31,6 +32,8 @@ struct Cli {
 enum Command {
     /// Rank the tools of a catalog file for a query (the same code path as mcp_search).
     Search(SearchArgs),
+    /// Fit the hybrid search's fusion model on the visible sets, judged leaving one set out.
+    Train(TrainArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Search(args)) => args.run(),
+        Some(Command::Train(args)) => args.run(),
         None => cli.eval.run(),
     }
 }
@@ -90,6 +94,27 @@ mod tests {
             parse(&["search", "--catalog", "c.json"]).is_err(),
             "a query is required"
         );
+        // `train` takes its model and what to leave out or weigh up
+        match parse(&[
+            "train",
+            "--embed-model",
+            "m",
+            "--drop",
+            "cosine,doubt",
+            "--set-weight",
+            "toollens=4",
+        ])
+        .unwrap()
+        .command
+        {
+            Some(Command::Train(t)) => {
+                assert_eq!(t.drop, ["cosine", "doubt"]);
+                assert_eq!(t.set_weight, ["toollens=4"]);
+                assert_eq!((t.trees, t.out), (0, None));
+            }
+            other => panic!("expected train, got {other:?}"),
+        }
+        assert!(parse(&["train"]).is_err(), "train needs the model");
         // the evaluation's flags do not mix with the subcommand
         assert!(parse(&["--all-visible", "search", "--catalog", "c.json", "x"]).is_err());
     }

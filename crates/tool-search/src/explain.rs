@@ -30,6 +30,11 @@ impl Explanation {
         self.details.push(child);
     }
 
+    pub fn with_all(mut self, children: impl IntoIterator<Item = Explanation>) -> Explanation {
+        self.details.extend(children);
+        self
+    }
+
     /// Indented text form, one node per line (for the CLI's `--explain`).
     pub fn to_text(&self) -> String {
         let mut out = String::new();

@@ -1,11 +1,22 @@
-//! Hybrid search: the lexical ranking and the semantic arm's nearest tools, fused by their
-//! normalised scores (see the crate docs, "Fusion").
+//! Hybrid search: each arm's best tools become candidates, each described by a few named
+//! features; a learned model (weighted terms, optionally regression trees) ranks them (see the
+//! crate docs, "Fusion", and `docs/search.md`).
+//!
+//! The model is data: `fusion-model.json` beside this file, written by `search-eval train`
+//! (which says how it was chosen) and parsed once per process. [`Index::candidates_for`] and
+//! [`Index::rank_candidates`] are public so that the trainer ranks through the very code that
+//! answers `mcp_search`.
+
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
 
 use super::explain::Explanation;
-use super::query::Prepared;
-use super::score::Lexical;
+use super::query::{ExpansionKind, Prepared};
+use super::score::Acc;
 use super::semantic::Vectors;
-use super::{Hit, Index};
+use super::{Hit, Index, PARAMS};
+use crate::hashing::FxHashMap;
 
 /// The semantic arm's input to one search: the tools' vectors (aligned with the index) and
 /// the query's vector (of [`crate::semantic::query_text`]).
@@ -15,75 +26,438 @@ pub struct Semantic<'a> {
     pub query: &'a [f32],
 }
 
-/// Fusion constants (one set for every catalog; `docs/search-experiments.md` has what each
-/// measured).
-#[derive(Debug, Clone)]
-struct FusionParams {
-    /// Candidates taken from each arm.
-    depth: usize,
-    /// Weight of a tool's lexical score, as a share of the best lexical score.
-    lexical_weight: f64,
-    /// Weight of a tool's similarity, as a share of the best similarity above the floor ...
-    semantic_weight: f64,
-    /// ... plus this much times the share of the request the lexical arm's best tool did not
-    /// cover (its words matched nowhere, or only in other tools).
-    uncovered_weight: f64,
-    /// The lexical arm's best tool stays first when its runner-up scores under this share of
-    /// it ...
-    lexical_lead: f64,
-    /// ... and it covers at least this share of the request's weight: one stray word that no
-    /// other tool happens to match is no lead.
-    lead_min_coverage: f64,
-    /// Similarities are measured from the `depth`-th nearest tool's, and never from below
-    /// this cosine: what every tool of a catalog shares is no evidence.
-    min_similarity: f64,
-    /// A request the lexical arm abstains on is answered by the semantic arm alone only when
-    /// its best tool reaches this cosine ...
-    confident_similarity: f64,
-    /// ... and one none of whose words the catalog knows, only at this cosine (`xyzzy plugh`
-    /// is near something in any catalog).
-    unknown_similarity: f64,
+/// Candidates taken from each arm (and at most this many tools whose name the query spells).
+pub const DEPTH: usize = 50;
+
+/// How many features describe a candidate.
+pub const N_FEATURES: usize = 11;
+
+/// A candidate's features, in the order of [`Candidates::features`]' rows: what each arm
+/// says of the tool. Each is in [0, 1].
+pub const FEATURES: [(&str, &str); N_FEATURES] = [
+    ("lexical", "lexical score / best lexical score"),
+    (
+        "lexical_rank",
+        "1 / (1 + rank) in the lexical ranking (0 below its first 50)",
+    ),
+    ("coverage", "share of the request's weight the tool matched"),
+    (
+        "name_coverage",
+        "share of the tool's own name words the request matched",
+    ),
+    ("spelled", "the request spells the tool's name (1 or 0)"),
+    ("operation", "offers the request's operation word (1 when it has none)"),
+    (
+        "leads",
+        "the lexical arm's first, when its runner-up scores under 70% of it and it covers 30% of the request (1 or 0)",
+    ),
+    ("cosine", "cosine similarity of tool and request"),
+    ("cosine_share", "(cosine - 50th cosine) / (best cosine - 50th cosine)"),
+    (
+        "semantic_rank",
+        "1 / (1 + rank) among the nearest tools (0 below the first 50)",
+    ),
+    ("agree", "lexical x cosine_share"),
+];
+
+/// How many signals describe the query as a whole.
+pub const N_SIGNALS: usize = 7;
+
+/// The query's signals, in the order of [`Candidates::signals`]: what kind of request it is
+/// and how sure each arm is. A model term may weigh a feature by a signal (`cosine_share *
+/// doubt`): that is how the model learns which arm to trust for which request. Each is in
+/// [0, 1].
+pub const SIGNALS: [(&str, &str); N_SIGNALS] = [
+    (
+        "doubt",
+        "share of the request the lexical arm's best tool left uncovered (unknown words counted)",
+    ),
+    ("verbose", "content words beyond 4, as a share of 26 more (1 from 30)"),
+    ("foreign", "share of the request's weight read through translations"),
+    (
+        "unknown",
+        "share of the request's weight in words the catalog does not know",
+    ),
+    ("lexical_lead", "1 - the lexical runner-up's score / the first's"),
+    ("best_cosine", "the nearest tool's cosine"),
+    (
+        "lexical_abstains",
+        "the lexical arm alone would answer nothing (1 or 0)",
+    ),
+];
+
+const SPELLED: usize = 4;
+const OPERATION: usize = 5;
+const LEADS: usize = 6;
+const COSINE_SHARE: usize = 8;
+const BEST_COSINE: usize = 5;
+const LEXICAL_ABSTAINS: usize = 6;
+
+/// Both arms' candidates for one query: the tools, one feature row each, and the query's
+/// signals.
+#[derive(Debug, Clone, Default)]
+pub struct Candidates {
+    pub docs: Vec<usize>,
+    pub features: Vec<[f64; N_FEATURES]>,
+    pub signals: [f64; N_SIGNALS],
+    /// The lexical arm's own score of each candidate (for the explanation).
+    lexical_scores: Vec<f64>,
+    /// The request is short and names an operation (`Index::misses_operation`): a ranking
+    /// none of whose best tools offers it answers nothing.
+    operation_applies: bool,
 }
 
-const FUSION: FusionParams = FusionParams {
-    depth: 50,
-    lexical_weight: 1.0,
-    semantic_weight: 0.5,
-    uncovered_weight: 0.5,
-    lexical_lead: 0.7,
-    lead_min_coverage: 0.3,
-    min_similarity: 0.2,
-    confident_similarity: 0.25,
-    unknown_similarity: 0.4,
-};
-
-/// One tool's fused score and its two parts.
-#[derive(Debug, Clone, Copy, Default)]
-struct Parts {
-    lexical: f64,
-    semantic: f64,
+/// One term of a model: a feature, alone or weighed by a signal.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Term {
+    pub feature: usize,
+    pub signal: Option<usize>,
+    pub weight: f64,
 }
 
-/// Both arms' candidates for one query and how each weighs.
-struct Fused {
-    /// Kept first (name slots, then a leading lexical winner), then tools by fused score.
-    ranked: Vec<(usize, f64)>,
-    parts: crate::hashing::FxHashMap<usize, Parts>,
-    /// How many of `ranked` are kept first.
-    slots: usize,
-    semantic_used: bool,
-    floor: f64,
-    /// The similarity the best tool had to reach for the semantic arm to count.
-    bar: f64,
-    best_similarity: f64,
-    /// The semantic part's weight for this query.
-    semantic_weight: f64,
+impl Term {
+    /// `cosine_share` or `cosine_share * doubt`.
+    pub fn name(&self) -> String {
+        match self.signal {
+            None => FEATURES[self.feature].0.to_owned(),
+            Some(s) => format!("{} * {}", FEATURES[self.feature].0, SIGNALS[s].0),
+        }
+    }
+
+    fn parse(name: &str, weight: f64) -> Result<Term, String> {
+        let (f, s) = match name.split_once('*') {
+            Some((f, s)) => (f.trim(), Some(s.trim())),
+            None => (name.trim(), None),
+        };
+        let feature = FEATURES
+            .iter()
+            .position(|(n, _)| *n == f)
+            .ok_or_else(|| format!("fusion model: unknown feature `{f}`"))?;
+        let signal = match s {
+            None => None,
+            Some(s) => Some(
+                SIGNALS
+                    .iter()
+                    .position(|(n, _)| *n == s)
+                    .ok_or_else(|| format!("fusion model: unknown signal `{s}`"))?,
+            ),
+        };
+        if !weight.is_finite() {
+            return Err(format!("fusion model: `{name}` is not a finite number"));
+        }
+        Ok(Term {
+            feature,
+            signal,
+            weight,
+        })
+    }
+
+    /// The term's multiplier of its feature for a query with these signals.
+    fn factor(&self, signals: &[f64; N_SIGNALS]) -> f64 {
+        self.weight * self.signal.map_or(1.0, |s| signals[s])
+    }
+}
+
+/// How many inputs a tree reads: a candidate's [`FEATURES`], then the query's [`SIGNALS`].
+pub const N_INPUTS: usize = N_FEATURES + N_SIGNALS;
+
+/// The name of a tree's input `k`.
+pub fn input_name(k: usize) -> &'static str {
+    if k < N_FEATURES {
+        FEATURES[k].0
+    } else {
+        SIGNALS[k - N_FEATURES].0
+    }
+}
+
+/// One node of a regression tree.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Node {
+    Leaf {
+        value: f64,
+    },
+    /// Inputs at or under `at` go to `below`, others to `above` (both later in the tree);
+    /// `value` is what the node would predict as a leaf (for the explanation).
+    Split {
+        input: usize,
+        at: f64,
+        value: f64,
+        below: usize,
+        above: usize,
+    },
+}
+
+/// A regression tree over a candidate's inputs; nodes in an array, the root first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tree {
+    pub nodes: Vec<Node>,
+}
+
+impl Tree {
+    /// The tree's value for these inputs.
+    pub fn eval(&self, input: impl Fn(usize) -> f64) -> f64 {
+        let mut i = 0;
+        loop {
+            match self.nodes[i] {
+                Node::Leaf { value } => return value,
+                Node::Split {
+                    input: k,
+                    at,
+                    below,
+                    above,
+                    ..
+                } => i = if input(k) <= at { below } else { above },
+            }
+        }
+    }
+
+    /// The tree's value split into its root's value and each input's share along the path
+    /// (each split's change in value is its input's), added to `shares`.
+    fn explain(&self, input: impl Fn(usize) -> f64, shares: &mut [f64; N_INPUTS]) -> f64 {
+        let value = |n: &Node| match *n {
+            Node::Leaf { value } | Node::Split { value, .. } => value,
+        };
+        let mut i = 0;
+        while let Node::Split {
+            input: k,
+            at,
+            below,
+            above,
+            ..
+        } = self.nodes[i]
+        {
+            let next = if input(k) <= at { below } else { above };
+            shares[k] += value(&self.nodes[next]) - value(&self.nodes[i]);
+            i = next;
+        }
+        value(&self.nodes[0])
+    }
+
+    /// Children later than their parent and inside the array (so `eval` ends), inputs known,
+    /// numbers finite.
+    fn check(&self) -> Result<(), String> {
+        if self.nodes.is_empty() {
+            return Err("fusion model: an empty tree".into());
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            match *n {
+                Node::Leaf { value } if value.is_finite() => {}
+                Node::Split {
+                    input,
+                    at,
+                    value,
+                    below,
+                    above,
+                } if input < N_INPUTS
+                    && at.is_finite()
+                    && value.is_finite()
+                    && below > i
+                    && above > i
+                    && below < self.nodes.len()
+                    && above < self.nodes.len() => {}
+                _ => return Err(format!("fusion model: tree node {i} is malformed")),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A tree node in the file: inputs by name.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum NodeFile {
+    Split {
+        input: String,
+        at: f64,
+        value: f64,
+        below: usize,
+        above: usize,
+    },
+    Leaf {
+        leaf: f64,
+    },
+}
+
+/// A fusion model: weighted terms plus regression trees, and when to answer nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FusionModel {
+    pub terms: Vec<Term>,
+    /// Added to the terms' score (boosted on it by `search-eval train`).
+    pub trees: Vec<Tree>,
+    /// A request the lexical arm abstains on (and that spells no tool's name) is answered
+    /// only when its nearest tool's cosine reaches this; otherwise nothing is returned.
+    pub abstain_below: f64,
+    /// How the model was made (the command that reproduces it, and what it measured).
+    pub provenance: serde_json::Value,
+}
+
+/// The file form: terms and inputs by name, so a file and the code cannot silently disagree
+/// on order.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelFile {
+    provenance: serde_json::Value,
+    terms: std::collections::BTreeMap<String, f64>,
+    #[serde(default)]
+    trees: Vec<Vec<NodeFile>>,
+    abstain_below: f64,
+}
+
+/// The model the service ranks with (see the module docs).
+const BUILTIN_MODEL: &str = include_str!("fusion-model.json");
+
+impl FusionModel {
+    /// The shipped model, parsed once (a unit test checks that it parses).
+    pub fn builtin() -> &'static FusionModel {
+        static MODEL: OnceLock<FusionModel> = OnceLock::new();
+        MODEL.get_or_init(|| FusionModel::from_json(BUILTIN_MODEL).expect("fusion-model.json is valid (unit-tested)"))
+    }
+
+    /// Reads a model file: terms name known features and signals, every number is finite
+    /// and the cosine bar in [0, 1].
+    pub fn from_json(text: &str) -> Result<FusionModel, String> {
+        let f: ModelFile = serde_json::from_str(text).map_err(|e| format!("fusion model: {e}"))?;
+        let terms = f
+            .terms
+            .iter()
+            .map(|(n, w)| Term::parse(n, *w))
+            .collect::<Result<Vec<_>, _>>()?;
+        if !(0.0..=1.0).contains(&f.abstain_below) {
+            return Err("fusion model: abstain_below must be a cosine in [0, 1]".into());
+        }
+        let mut trees = Vec::with_capacity(f.trees.len());
+        for t in &f.trees {
+            let nodes = t
+                .iter()
+                .map(|n| match n {
+                    NodeFile::Leaf { leaf } => Ok(Node::Leaf { value: *leaf }),
+                    NodeFile::Split {
+                        input,
+                        at,
+                        value,
+                        below,
+                        above,
+                    } => Ok(Node::Split {
+                        input: (0..N_INPUTS)
+                            .find(|&k| input_name(k) == input)
+                            .ok_or_else(|| format!("fusion model: unknown tree input `{input}`"))?,
+                        at: *at,
+                        value: *value,
+                        below: *below,
+                        above: *above,
+                    }),
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            let tree = Tree { nodes };
+            tree.check()?;
+            trees.push(tree);
+        }
+        Ok(FusionModel {
+            terms,
+            trees,
+            abstain_below: f.abstain_below,
+            provenance: f.provenance,
+        })
+    }
+
+    pub fn to_json(&self) -> String {
+        let f = ModelFile {
+            provenance: self.provenance.clone(),
+            terms: self.terms.iter().map(|t| (t.name(), round(t.weight))).collect(),
+            trees: self
+                .trees
+                .iter()
+                .map(|t| {
+                    t.nodes
+                        .iter()
+                        .map(|n| match *n {
+                            Node::Leaf { value } => NodeFile::Leaf { leaf: round(value) },
+                            Node::Split {
+                                input,
+                                at,
+                                value,
+                                below,
+                                above,
+                            } => NodeFile::Split {
+                                input: input_name(input).to_owned(),
+                                at: round(at),
+                                value: round(value),
+                                below,
+                                above,
+                            },
+                        })
+                        .collect()
+                })
+                .collect(),
+            abstain_below: round(self.abstain_below),
+        };
+        let mut s = serde_json::to_string_pretty(&f).expect("a model serializes");
+        s.push('\n');
+        s
+    }
+
+    /// The trees' part of a candidate's score.
+    pub fn trees_score(&self, x: &[f64; N_FEATURES], signals: &[f64; N_SIGNALS]) -> f64 {
+        let input = |k: usize| if k < N_FEATURES { x[k] } else { signals[k - N_FEATURES] };
+        self.trees.iter().map(|t| t.eval(input)).sum()
+    }
+
+    /// Each feature's weight for a query with these signals (its terms summed).
+    pub fn feature_weights(&self, signals: &[f64; N_SIGNALS]) -> [f64; N_FEATURES] {
+        let mut w = [0.0; N_FEATURES];
+        for t in &self.terms {
+            w[t.feature] += t.factor(signals);
+        }
+        w
+    }
+}
+
+/// Six decimals: the file stays readable and its diffs small.
+fn round(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+/// One query's candidates in the model's order.
+#[derive(Debug, Clone, Default)]
+pub struct Ranked {
+    /// (position in [`Candidates::docs`], learned score), best first.
+    pub order: Vec<(usize, f64)>,
+    /// The search answers nothing: the lexical arm abstains and the semantic arm's nearest
+    /// tool is under [`FusionModel::abstain_below`].
+    pub abstains: bool,
+}
+
+impl Candidates {
+    /// The lexical arm alone would answer nothing (see [`SIGNALS`]).
+    pub fn lexical_abstains(&self) -> bool {
+        self.signals[LEXICAL_ABSTAINS] > 0.5
+    }
+
+    /// The nearest tool's cosine.
+    pub fn best_cosine(&self) -> f64 {
+        self.signals[BEST_COSINE]
+    }
+
+    /// A short request for an operation none of the ranking's best tools (names it spells
+    /// aside) offers: the lexical arm's operation test ([`Index::misses_operation`]) on the
+    /// learned ranking.
+    fn misses_operation(&self, order: &[(usize, f64)]) -> bool {
+        if !self.operation_applies {
+            return false;
+        }
+        let mut best = order
+            .iter()
+            .filter(|o| self.features[o.0][SPELLED] == 0.0)
+            .take(PARAMS.operation_depth)
+            .peekable();
+        best.peek().is_some() && best.all(|o| self.features[o.0][OPERATION] == 0.0)
+    }
 }
 
 impl Index {
     /// [`Index::search`] with the semantic arm when `semantic` is given (and its vectors were
-    /// built for this index); lexical only otherwise. `mcp_search`, the `search` and `eval`
-    /// commands and the CI floor tests all rank through here.
+    /// built for this index); lexical only otherwise. `mcp_search`, `search-eval` and the CI
+    /// floor tests all rank through here, with [`FusionModel::builtin`].
     pub fn search_hybrid(&self, query: &str, limit: usize, semantic: Option<Semantic<'_>>) -> Vec<Hit> {
         let Some(sem) = self.usable(semantic) else {
             return self.search(query, limit);
@@ -91,76 +465,270 @@ impl Index {
         if limit == 0 {
             return Vec::new();
         }
-        let fused = self.fuse(query, sem, limit);
-        fused
-            .ranked
-            .into_iter()
+        let c = self.candidates(query, sem);
+        self.hits(&c, &self.rank_candidates(&c, FusionModel::builtin()), limit)
+    }
+
+    /// The hits of a ranking: nothing when it abstains, else its first `limit` tools.
+    pub fn hits(&self, c: &Candidates, r: &Ranked, limit: usize) -> Vec<Hit> {
+        if r.abstains {
+            return Vec::new();
+        }
+        r.order
+            .iter()
             .take(limit)
-            .map(|(doc, score)| Hit { doc, score })
+            .map(|&(i, score)| Hit { doc: c.docs[i], score })
             .collect()
     }
 
-    /// [`Index::explain`] for the hybrid search: the fused score of `doc`, its lexical and
-    /// semantic parts, and the lexical score's own tree below.
+    /// Each arm's best [`DEPTH`] tools and the tools whose name the query spells, with their
+    /// features; `None` when the vectors do not fit this index.
+    pub fn candidates_for(&self, query: &str, semantic: Semantic<'_>) -> Option<Candidates> {
+        self.usable(Some(semantic)).map(|s| self.candidates(query, s))
+    }
+
+    fn candidates(&self, query: &str, sem: Semantic<'_>) -> Candidates {
+        let q: Prepared = self.prepare(query);
+        let accs = self.accumulate(&q);
+        // the lexical ranking: every tool the query reaches, by score (no gate, cut or
+        // abstention: the features carry what those rules read)
+        let mut lexical: Vec<(f64, u32, usize)> = accs
+            .iter()
+            .enumerate()
+            .map(|(i, (d, a))| (self.final_score(&q, *d, a), *d, i))
+            .collect();
+        let by_score = |a: &(f64, u32, usize), b: &(f64, u32, usize)| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| self.docs[a.1 as usize].name.cmp(&self.docs[b.1 as usize].name))
+                .then(a.1.cmp(&b.1))
+        };
+        if lexical.len() > DEPTH {
+            lexical.select_nth_unstable_by(DEPTH - 1, by_score);
+            lexical.truncate(DEPTH);
+        }
+        lexical.sort_by(by_score);
+        let lexical_best = lexical.first().map_or(0.0, |l| l.0).max(1e-9);
+        let whole = q.total_importance + q.unknown_importance;
+        let doubt = match lexical.first() {
+            Some(&(_, _, i)) if whole > 0.0 => 1.0 - (accs[i].1.importance / whole).clamp(0.0, 1.0),
+            _ => 1.0,
+        };
+        let mut spelled: Vec<u32> = q.exact.into_iter().collect();
+        spelled.extend(q.name_matches.iter().filter(|&&d| Some(d) != q.exact));
+        spelled.truncate(DEPTH);
+        // the lexical arm's own verdict (its abstention rules, on its own gated ranking)
+        let lexical_abstains =
+            spelled.is_empty() && (lexical.is_empty() || self.rank_lexical(&q, &accs, DEPTH).abstained);
+        let foreign = if whole > 0.0 {
+            q.groups
+                .iter()
+                .filter(|g| {
+                    g.expansions.iter().any(|e| e.kind == ExpansionKind::Foreign)
+                        && !g.expansions.iter().any(|e| e.kind == ExpansionKind::Word)
+                })
+                .map(|g| g.importance)
+                .sum::<f64>()
+                / whole
+        } else {
+            0.0
+        };
+
+        let lead = match lexical.as_slice() {
+            [] => 0.0,
+            [_] => 1.0,
+            [first, second, ..] => (1.0 - second.0 / first.0.max(1e-9)).clamp(0.0, 1.0),
+        };
+        let verbosity = ((q.groups.len() as f64 - 4.0) / 26.0).clamp(0.0, 1.0);
+
+        let near = sem.vectors.nearest(sem.query, DEPTH);
+        let best_cosine = near.first().map_or(0.0, |h| f64::from(h.1));
+        let floor = near.last().map_or(0.0, |h| f64::from(h.1));
+        let span = (best_cosine - floor).max(1e-9);
+
+        // the candidates: lexical order, then the semantic arm's new ones, then spelled names
+        let mut at: FxHashMap<usize, usize> = Default::default();
+        let mut docs: Vec<usize> = Vec::with_capacity(lexical.len() + near.len() + spelled.len());
+        for d in lexical
+            .iter()
+            .map(|l| l.1 as usize)
+            .chain(near.iter().map(|h| h.0))
+            .chain(spelled.iter().map(|&d| d as usize))
+        {
+            at.entry(d).or_insert_with(|| {
+                docs.push(d);
+                docs.len() - 1
+            });
+        }
+        let acc_of: FxHashMap<u32, usize> = if docs.len() > lexical.len() {
+            accs.iter().enumerate().map(|(i, (d, _))| (*d, i)).collect()
+        } else {
+            Default::default()
+        };
+        let mut features = vec![[0.0; N_FEATURES]; docs.len()];
+        let mut lexical_scores = vec![0.0; docs.len()];
+        for (rank, l) in lexical.iter().enumerate() {
+            let x = &mut features[at[&(l.1 as usize)]];
+            x[1] = 1.0 / (1.0 + rank as f64);
+        }
+        for (rank, h) in near.iter().enumerate() {
+            let x = &mut features[at[&h.0]];
+            x[9] = 1.0 / (1.0 + rank as f64);
+        }
+        for (i, &d) in docs.iter().enumerate() {
+            let acc: Option<&Acc> = match lexical.get(i) {
+                Some(l) => Some(&accs[l.2].1),
+                None => acc_of.get(&(d as u32)).map(|&k| &accs[k].1),
+            };
+            let x = &mut features[i];
+            if let Some(a) = acc {
+                let score = self.final_score(&q, d as u32, a);
+                lexical_scores[i] = score;
+                x[0] = (score / lexical_best).clamp(0.0, 1.0);
+                x[2] = Index::coverage(&q, a).clamp(0.0, 1.0);
+                x[3] = self.name_coverage(d as u32, a);
+            }
+            x[4] = f64::from(u8::from(spelled.contains(&(d as u32))));
+            x[5] = f64::from(u8::from(self.has_operation(&q, d as u32)));
+            x[6] = f64::from(u8::from(i == 0 && !lexical.is_empty() && lead >= 0.3 && x[2] >= 0.3));
+            let cosine = sem.vectors.similarity(d, sem.query).map_or(0.0, f64::from);
+            x[7] = cosine.clamp(0.0, 1.0);
+            x[8] = ((cosine - floor) / span).clamp(0.0, 1.0);
+            x[10] = x[0] * x[8];
+        }
+        Candidates {
+            docs,
+            features,
+            signals: [
+                doubt,
+                verbosity,
+                foreign.clamp(0.0, 1.0),
+                if whole > 0.0 {
+                    (q.unknown_importance / whole).clamp(0.0, 1.0)
+                } else {
+                    1.0
+                },
+                lead,
+                best_cosine.clamp(0.0, 1.0),
+                f64::from(u8::from(lexical_abstains)),
+            ],
+            lexical_scores,
+            operation_applies: q.operation.is_some() && q.groups.len() <= PARAMS.operation_max_words,
+        }
+    }
+
+    /// The candidates in `model`'s order (learned score, then name, then position), with its
+    /// confidence that the first is right.
+    pub fn rank_candidates(&self, c: &Candidates, model: &FusionModel) -> Ranked {
+        let w = model.feature_weights(&c.signals);
+        let mut order: Vec<(usize, f64)> = c
+            .features
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                let linear: f64 = x.iter().zip(&w).map(|(a, b)| a * b).sum();
+                (i, linear + model.trees_score(x, &c.signals))
+            })
+            .collect();
+        // a candidate neither arm has evidence for (no lexical score, a cosine at or under the
+        // 50th neighbour's) is not an answer, only the bottom of the semantic arm's list
+        order.retain(|o| {
+            let x = &c.features[o.0];
+            x[0] > 0.0 || x[COSINE_SHARE] > 0.0 || x[SPELLED] > 0.0
+        });
+        // names the request spells come first (as in the lexical ranking's name slots): a
+        // client that writes a tool's name means that tool
+        let spelled = |i: usize| c.features[i][SPELLED] > 0.0;
+        let leads = |i: usize| c.features[i][LEADS] > 0.0;
+        order.sort_by(|a, b| {
+            spelled(b.0)
+                .cmp(&spelled(a.0))
+                .then(leads(b.0).cmp(&leads(a.0)))
+                .then(b.1.total_cmp(&a.1))
+                .then_with(|| self.docs[c.docs[a.0]].name.cmp(&self.docs[c.docs[b.0]].name))
+                .then(c.docs[a.0].cmp(&c.docs[b.0]))
+        });
+        // a request for an operation none of the best tools offers gets only the names it
+        // spells
+        if c.misses_operation(&order) {
+            order.retain(|o| spelled(o.0));
+        }
+        let abstains = order.is_empty() || c.lexical_abstains() && c.signals[BEST_COSINE] < model.abstain_below;
+        Ranked { order, abstains }
+    }
+
+    /// [`Index::explain`] for the hybrid search: the learned score of `doc` as each feature's
+    /// contribution (weight × value), the lexical score's own tree under the lexical feature,
+    /// and the confidence that decided whether the search answers.
     pub fn explain_hybrid(&self, query: &str, doc: usize, semantic: Option<Semantic<'_>>) -> Explanation {
         let lexical_tree = self.explain(query, doc);
         let Some(sem) = self.usable(semantic) else {
             return Explanation::new("lexical only (no semantic vectors)", lexical_tree.value).with(lexical_tree);
         };
-        let f = self.fuse(query, sem, self.docs.len());
-        let p = &FUSION;
-        if f.ranked.iter().take(f.slots).any(|&(d, _)| d == doc) {
-            let score = f.ranked.iter().find(|&&(d, _)| d == doc).map_or(0.0, |r| r.1);
-            return Explanation::new(
-                format!(
-                    "kept first by the lexical arm: the query spells this tool's name, or its lexical score leads the runner-up's by more than 1/{} and it covers at least {} of the request",
-                    p.lexical_lead, p.lead_min_coverage
-                ),
-                score,
-            )
-            .with(lexical_tree);
-        }
-        let parts = f.parts.get(&doc).copied().unwrap_or_default();
-        let similarity = sem.vectors.similarity(doc, sem.query).map_or(0.0, f64::from);
-        let returned = f.ranked.iter().find(|&&(d, _)| d == doc).map(|r| r.1);
-        let mut root = match returned {
-            Some(score) => Explanation::new("fused score = lexical part + semantic part", score),
-            None => Explanation::new(
-                "not returned (neither arm found it, or the request's operation is in none of the best tools); its parts:",
-                0.0,
-            ),
-        };
-        root.add(
-            Explanation::new(
-                format!("lexical part ({} × score / best lexical score)", p.lexical_weight),
-                parts.lexical,
-            )
-            .with(lexical_tree),
-        );
-        let semantic_note = if !f.semantic_used {
+        let model = FusionModel::builtin();
+        let c = self.candidates(query, sem);
+        let r = self.rank_candidates(&c, model);
+        let verdict = Explanation::new(
             format!(
-                "semantic part: not used (the lexical arm abstained or found nothing, and the best similarity {:.3} is under {})",
-                f.best_similarity, f.bar
-            )
+                "the nearest tool's cosine; when the lexical arm abstains ({}), the search answers only from {}",
+                if c.lexical_abstains() { "it does" } else { "it does not" },
+                model.abstain_below
+            ),
+            c.signals[BEST_COSINE],
+        );
+        let Some(i) = c.docs.iter().position(|&d| d == doc) else {
+            return Explanation::new(format!("not returned: not among either arm's best {DEPTH} tools"), 0.0)
+                .with(lexical_tree)
+                .with(verdict);
+        };
+        let x = &c.features[i];
+        let score = r.order.iter().find(|o| o.0 == i).map_or(0.0, |o| o.1);
+        let rank = r.order.iter().position(|o| o.0 == i).unwrap_or(usize::MAX);
+        let head = if r.abstains {
+            "not returned: the lexical arm abstains and no tool is near enough; its learned score = Σ term".to_owned()
         } else {
             format!(
-                "semantic part ({:.3} × (similarity − floor) / (best similarity − floor); weight {} + {} × share of the request the best lexical tool left uncovered)",
-                f.semantic_weight, p.semantic_weight, p.uncovered_weight
+                "learned score (rank {}) = Σ term (weight × feature, or × feature × signal)",
+                rank + 1
             )
         };
-        root.add(
-            Explanation::new(semantic_note, parts.semantic)
-                .with(Explanation::new("cosine similarity of tool and query", similarity))
-                .with(Explanation::new(
-                    format!(
-                        "floor (the {}th nearest tool's similarity, at least {})",
-                        p.depth, p.min_similarity
-                    ),
-                    f.floor,
-                ))
-                .with(Explanation::new("best similarity", f.best_similarity)),
-        );
-        root
+        let mut root = Explanation::new(head, score);
+        for t in &model.terms {
+            let (name, what) = FEATURES[t.feature];
+            let label = match t.signal {
+                None => format!("{name} = {:.4} × {:.4} ({what})", x[t.feature], t.weight),
+                Some(s) => format!(
+                    "{name} × {} = {:.4} × {:.4} × {:.4} ({what}; {})",
+                    SIGNALS[s].0, x[t.feature], c.signals[s], t.weight, SIGNALS[s].1
+                ),
+            };
+            let mut node = Explanation::new(label, t.factor(&c.signals) * x[t.feature]);
+            if t.feature == 0 && t.signal.is_none() {
+                node.add(Explanation::new("the lexical score", c.lexical_scores[i]).with(lexical_tree.clone()));
+            }
+            root.add(node);
+        }
+        if !model.trees.is_empty() {
+            let mut shares = [0.0; N_INPUTS];
+            let input = |k: usize| {
+                if k < N_FEATURES {
+                    x[k]
+                } else {
+                    c.signals[k - N_FEATURES]
+                }
+            };
+            let bias: f64 = model.trees.iter().map(|t| t.explain(input, &mut shares)).sum();
+            let total = bias + shares.iter().sum::<f64>();
+            let mut trees = Explanation::new(
+                format!("{} trees: each input's share along its paths", model.trees.len()),
+                total,
+            )
+            .with(Explanation::new("the trees' roots", bias));
+            for (k, v) in shares.iter().enumerate().filter(|(_, v)| **v != 0.0) {
+                trees.add(Explanation::new(format!("{} = {:.4}", input_name(k), input(k)), *v));
+            }
+            root.add(trees);
+        }
+        root.with(verdict)
     }
 
     fn usable<'a>(&self, semantic: Option<Semantic<'a>>) -> Option<Semantic<'a>> {
@@ -171,98 +739,81 @@ impl Index {
                 && s.query.len() == s.vectors.dim()
         })
     }
+}
 
-    fn fuse(&self, query: &str, sem: Semantic<'_>, limit: usize) -> Fused {
-        let p = &FUSION;
-        let depth = p.depth.max(limit).min(self.docs.len());
-        let q: Prepared = self.prepare(query);
-        let accs = self.accumulate(&q);
-        let lexical: Lexical = self.rank_lexical(&q, &accs, depth);
-        let near = sem.vectors.nearest(sem.query, depth);
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-        let best_similarity = near.first().map_or(-1.0, |h| f64::from(h.1));
-        let floor = near
-            .last()
-            .map_or(p.min_similarity, |h| f64::from(h.1).max(p.min_similarity));
-        let slots = lexical.slots.min(lexical.hits.len());
-        let scored = &lexical.hits[slots..];
-        // the lexical arm's verdict that nothing serves a request stands unless the semantic
-        // arm is sure; otherwise any tool above the floor is evidence
-        let bar = if lexical.abstained {
-            p.confident_similarity
-        } else if scored.is_empty() {
-            p.unknown_similarity
-        } else {
-            floor
+    #[test]
+    fn the_shipped_model_parses_and_writes_back_the_same() {
+        let m = FusionModel::builtin();
+        assert!(!m.terms.is_empty());
+        assert!((0.0..=1.0).contains(&m.abstain_below));
+        assert!(m.provenance["command"].as_str().is_some_and(|c| c.contains("train")));
+        let again = FusionModel::from_json(&m.to_json()).unwrap();
+        assert_eq!(&again, m);
+    }
+
+    #[test]
+    fn a_model_file_names_only_known_inputs_and_sound_trees() {
+        let file = |terms: &str, trees: &str, bar: f64| {
+            format!(r#"{{"provenance": null, "terms": {terms}, "trees": {trees}, "abstain_below": {bar}}}"#)
         };
-        let semantic_used = if lexical.abstained || scored.is_empty() {
-            best_similarity >= bar
-        } else {
-            best_similarity > floor
-        };
+        let ok = FusionModel::from_json(&file(r#"{"lexical": 1, "cosine_share * doubt": 0.5}"#, "[]", 0.3)).unwrap();
+        assert_eq!(ok.terms.len(), 2);
+        assert!(ok
+            .terms
+            .iter()
+            .any(|t| t.name() == "cosine_share * doubt" && t.weight == 0.5));
+        for (terms, trees, bar, why) in [
+            (r#"{"lexicl": 1}"#, "[]", 0.3, "unknown feature `lexicl`"),
+            (r#"{"lexical * doubts": 1}"#, "[]", 0.3, "unknown signal `doubts`"),
+            (r#"{"lexical": 1}"#, "[]", 1.5, "abstain_below"),
+            (
+                r#"{"lexical": 1}"#,
+                r#"[[{"input": "cosine", "at": 0.5, "value": 0, "below": 0, "above": 1}, {"leaf": 1}]]"#,
+                0.3,
+                "malformed",
+            ),
+            (
+                r#"{"lexical": 1}"#,
+                r#"[[{"input": "nope", "at": 0.5, "value": 0, "below": 1, "above": 2}, {"leaf": 1}, {"leaf": 2}]]"#,
+                0.3,
+                "unknown tree input",
+            ),
+            (r#"{"lexical": 1}"#, "[[]]", 0.3, "empty tree"),
+        ] {
+            let err = FusionModel::from_json(&file(terms, trees, bar)).unwrap_err();
+            assert!(err.contains(why), "{err} (expected {why})");
+        }
+    }
 
-        let mut parts: crate::hashing::FxHashMap<usize, Parts> = Default::default();
-        let lexical_top = scored.first().map_or(0.0, |h| h.score).max(1e-9);
-        for h in scored {
-            parts.entry(h.doc).or_default().lexical = p.lexical_weight * h.score / lexical_top;
-        }
-        // the less of the request the lexical arm's best tool covers, the more the semantic
-        // arm is trusted
-        let uncovered = 1.0 - lexical.best_coverage.clamp(0.0, 1.0);
-        let ws = p.semantic_weight + p.uncovered_weight * uncovered;
-        if semantic_used {
-            let span = (best_similarity - floor).max(1e-9);
-            for &(d, sim) in &near {
-                let sim = f64::from(sim);
-                if sim <= floor {
-                    break;
-                }
-                parts.entry(d).or_default().semantic = ws * (sim - floor) / span;
-            }
-        }
-        let mut slot_docs: Vec<usize> = lexical.hits[..slots].iter().map(|h| h.doc).collect();
-        // a lexical winner that stands out (a rare identifier, most of a name) stays first
-        let leads = lexical.lead_coverage >= p.lead_min_coverage
-            && match scored {
-                [] => false,
-                [_] => true,
-                [first, second, ..] => second.score < p.lexical_lead * first.score,
-            };
-        if leads {
-            slot_docs.push(scored[0].doc);
-        }
-        let mut ranked: Vec<(usize, f64)> = parts
-            .iter()
-            .filter(|(d, _)| !slot_docs.contains(d))
-            .map(|(&d, x)| (d, x.lexical + x.semantic))
-            .collect();
-        ranked.sort_by(|a, b| {
-            b.1.total_cmp(&a.1)
-                .then_with(|| self.docs[a.0].name.cmp(&self.docs[b.0].name))
-                .then(a.0.cmp(&b.0))
-        });
-        let top = ranked.first().map_or(0.0, |r| r.1);
-        let mut all: Vec<(usize, f64)> = slot_docs
-            .iter()
-            .enumerate()
-            .map(|(i, &d)| (d, top + (slot_docs.len() - i) as f64))
-            .collect();
-        all.extend(ranked);
-        // a short request for an operation none of the best tools offers gets only its name
-        // slots (the lexical arm decides this on its own ranking too)
-        let name_slots = lexical.slots.min(all.len());
-        if self.misses_operation(&q, all[name_slots..].iter().map(|r| r.0 as u32)) {
-            all.truncate(name_slots);
-        }
-        Fused {
-            ranked: all,
-            parts,
-            slots: slot_docs.len(),
-            semantic_used,
-            floor,
-            bar,
-            best_similarity,
-            semantic_weight: ws,
-        }
+    #[test]
+    fn a_tree_adds_its_value_and_explains_it_by_input() {
+        let text = r#"{"provenance": null, "terms": {}, "abstain_below": 0, "trees": [[
+            {"input": "cosine", "at": 0.5, "value": 0.1, "below": 1, "above": 2},
+            {"leaf": -0.2},
+            {"input": "doubt", "at": 0.3, "value": 0.4, "below": 3, "above": 4},
+            {"leaf": 0.3},
+            {"leaf": 0.6}
+        ]]}"#;
+        let m = FusionModel::from_json(text).unwrap();
+        let mut x = [0.0; N_FEATURES];
+        let mut signals = [0.0; N_SIGNALS];
+        x[7] = 0.9; // cosine
+        signals[0] = 0.8; // doubt
+        assert!((m.trees_score(&x, &signals) - 0.6).abs() < 1e-12);
+        x[7] = 0.2;
+        assert!((m.trees_score(&x, &signals) + 0.2).abs() < 1e-12);
+        // the root's value plus each input's share along the path is the tree's value
+        x[7] = 0.9;
+        let mut shares = [0.0; N_INPUTS];
+        let input = |k: usize| if k < N_FEATURES { x[k] } else { signals[k - N_FEATURES] };
+        let bias = m.trees[0].explain(input, &mut shares);
+        assert!((bias - 0.1).abs() < 1e-12);
+        assert!((shares[7] - 0.3).abs() < 1e-12, "cosine: 0.1 → 0.4");
+        assert!((shares[N_FEATURES] - 0.2).abs() < 1e-12, "doubt: 0.4 → 0.6");
+        assert_eq!(input_name(N_FEATURES), "doubt");
     }
 }

@@ -38,8 +38,8 @@
 //! * [`semantic`]: the text a tool and a query are embedded as, the tools' [`semantic::Vectors`]
 //!   aligned with the index, cosine ranking. The vectors come from the `embed` crate (run by
 //!   the service's embedding actor, or by `eval`); this crate never runs the model.
-//! * `fusion`: [`Index::search_hybrid`] and [`Index::explain_hybrid`]: both arms' candidates,
-//!   fused (see "Fusion" below).
+//! * [`fusion`]: [`Index::search_hybrid`] and [`Index::explain_hybrid`]: both arms'
+//!   candidates, their features, and the learned model that ranks them (see "Fusion" below).
 //! * `explain`: [`Index::explain`] rebuilds one tool's score as a labelled tree
 //!   ([`Explanation`]), so "why is X above Y?" is answered by reading numbers.
 //! * [`eval`]: retrieval metrics (R@k, MRR, nDCG@5, abstention) shared by the `eval` command and
@@ -227,35 +227,25 @@
 //!
 //! A need put in other words than the tool's own (`put a meeting on my schedule`) is out of
 //! reach of any lexical rule; a sentence embedding reaches it. With vectors,
-//! [`Index::search_hybrid`] takes each arm's best 50 tools and scores each tool found by either
-//!
-//! ```text
-//! lexical score / best lexical score  +  w × (similarity − floor) / (best similarity − floor)
-//! w = 0.5 + 0.5 × (share of the request the best lexical tool left uncovered)
-//! ```
-//!
-//! Both parts are shares of their arm's best, so neither arm's scale matters, and the floor —
-//! the 50th nearest tool's similarity, at least 0.2 — makes what every tool of a catalog shares
-//! with the query worth nothing: an arm's candidates count by how far they stand out. The
-//! semantic weight grows as the lexical arm's best tool covers less of the request: a request
-//! whose words all meet one tool is lexical ground, a paraphrase or a long request in its own
-//! words is the embedding's. The lexical arm keeps what it does best: name slots stay first,
-//! and so does a lexical winner that stands out (its runner-up scores under 70% of it: a rare
-//! identifier, most of a name) when it covers at least 30% of the request (one stray word
-//! that nothing else happens to match is no lead); when it abstains (a short request no tool
-//! covers) the semantic arm answers alone only when its best tool reaches cosine 0.25, and
-//! when it finds nothing (no word of the query is in the catalog: `xyzzy plugh` is near
-//! something in any catalog) only at 0.4; a request for an operation none of the fused
-//! ranking's best tools offers gets nothing (see Abstention). The semantic arm reads the
+//! [`Index::search_hybrid`] takes each arm's best 50 tools (and the tools whose name the
+//! request spells) as candidates and ranks them with a learned model ([`fusion`]): a few named
+//! features of each candidate (its lexical score as a share of the best, lexical rank,
+//! coverage, name coverage, whether the request spells its name, whether the lexical winner
+//! stands out, its cosine, cosine share over the 50th neighbour's, semantic rank) and terms that
+//! weigh a feature by a signal of the request (`cosine_share * doubt`: the semantic arm counts
+//! more the less of the request the lexical arm's best tool explains). The weights are data
+//! (`fusion-model.json`), fitted by `search-eval train` and judged leaving one visible set out;
+//! `explain_hybrid` gives each term's contribution. Three rules stay: names the request spells
+//! come first; a short request for an operation none of the ranking's best five tools offers
+//! gets only those names (see Abstention); a request the lexical arm abstains on is answered
+//! only when its nearest tool reaches the model's cosine bar. The semantic arm reads the
 //! query without its literal values ([`semantic::query_text`]): a path or a quoted string is
 //! data for the call, not words about the tool; a web address leaves the name of the service
 //! it points at (`crunchbase` of `https://www.crunchbase.com/organization/acme`), the one word
-//! of the request that may name it. The model knows only English, so a request that reads as another language gets
-//! the alias table's English for the words it knows (`aliases::AliasTable::in_english`:
-//! `enviar un mensaje al canal de Slack` is read as `send un message al channel de Slack`,
-//! `创建一个新的 GitHub 仓库` as `create create GitHub repository`).
-//! The constants are the largest semantic weights at which no visible set loses
-//! beyond noise (`docs/search-experiments.md`).
+//! of the request that may name it. The model knows only English, so a request that reads as
+//! another language gets the alias table's English for the words it knows
+//! (`aliases::AliasTable::in_english`: `enviar un mensaje al canal de Slack` is read as `send un
+//! message al channel de Slack`, `创建一个新的 GitHub 仓库` as `create create GitHub repository`).
 
 //! # Bounded work
 //!
@@ -302,7 +292,7 @@ mod build;
 pub mod catalog_file;
 pub mod eval;
 mod explain;
-mod fusion;
+pub mod fusion;
 pub mod hashing;
 pub mod model;
 pub mod names;

@@ -305,9 +305,7 @@ impl Index {
         }
         scored.sort_by(by_score);
         let mut abstained = false;
-        let mut best_coverage = 0.0;
         if let Some(&(_, _, i)) = scored.first() {
-            best_coverage = Index::coverage(q, &accs[i].1);
             let unslotted = scored
                 .iter()
                 .map(|s| s.1)
@@ -336,11 +334,6 @@ impl Index {
                 score: top + (slots.len() - i) as f64,
             });
         }
-        // what a fused ranking needs to know to keep the best unslotted tool first
-        let lead_coverage = scored
-            .iter()
-            .find(|s| !slotted.contains(&s.1))
-            .map_or(0.0, |s| Index::coverage(q, &accs[s.2].1));
         for (sc, d, _) in scored {
             if hits.len() >= limit {
                 break;
@@ -353,28 +346,17 @@ impl Index {
             }
         }
         hits.truncate(limit);
-        Lexical {
-            hits,
-            slots: slots.len(),
-            abstained,
-            best_coverage,
-            lead_coverage,
-        }
+        Lexical { hits, abstained }
     }
 }
 
-/// A lexical ranking and what fusion needs to know about it.
+/// A lexical ranking and whether it abstained (the hybrid search reads the verdict).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Lexical {
     pub hits: Vec<Hit>,
-    /// The first `slots` hits are name slots (the query spells their names).
-    pub slots: usize,
-    /// The best tool covered too little of a short request: nothing is returned.
+    /// The best tool covered too little of a short request, or the request's operation is in
+    /// none of its best tools: nothing is returned but the names it spells.
     pub abstained: bool,
-    /// Share of the query's importance the best-scored tool matched (before abstention).
-    pub best_coverage: f64,
-    /// The same share for the best-scored tool that is not a name slot (0 when there is none).
-    pub lead_coverage: f64,
 }
 
 /// A pair counts at the weight of the best field it occurs in, capped at 1 (a description).

@@ -1,0 +1,844 @@
+//! `search-eval train`: fits the hybrid search's fusion model (`tool_search::fusion`) on the
+//! visible sets and writes it as the data file the search ships with.
+//!
+//! Each query text's candidates and features come from `Index::candidates_for`, and every
+//! ranking below from `Index::rank_candidates`: the very code `mcp_search` runs, so what the
+//! trainer measures is what the service does.
+//!
+//! - **The ranker** is linear over the named features, fitted by a listwise softmax loss (the
+//!   log-probability that a softmax over a text's candidates gives its gold tools), with a
+//!   small L2 penalty, by Adam on the whole batch. Every set counts alike (a query weighs
+//!   1/n, n at least 200): the 4,000 metatool questions do not drown the 198 deployment ones,
+//!   and ten seed examples do not outweigh either. (Sets counted by √n measured the same mean
+//!   held out, with larger losses on mcptoolbench and toollens.)
+//! - **Leave one set out**: for each visible set, a model fitted on the others ranks it; that
+//!   held-out table is how a feature or a model is judged (`--ablate` fits once more without
+//!   each feature; a feature is kept only when leaving it out loses on the sets it was not
+//!   trained on). The written model is fitted on every set.
+//! - **Confidence**: a logistic model over the first hit's score, its margin and the query's
+//!   signals, fitted to "the first hit is right" (an unanswerable request's first hit never
+//!   is), so it is an estimate of that probability. The threshold is the highest at which no
+//!   set leaves more than `--max-zero` of its answerable requests without a result.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use tool_search::catalog_file::load_catalog_path;
+use tool_search::eval::{self, EvalQuery, QueryScore, Summary};
+use tool_search::fusion::{
+    input_name, Candidates, FusionModel, Node, Term, Tree, FEATURES, N_FEATURES, N_INPUTS, SIGNALS,
+};
+use tool_search::{Index, Semantic};
+
+use crate::eval::{interleave, load_query_file, visible_sets};
+use crate::vectors::EvalEmbedder;
+
+/// Fit the hybrid search's fusion model on the visible sets (leave-one-set-out report).
+#[derive(clap::Args, Debug)]
+pub struct TrainArgs {
+    /// The folder of evaluation sets (as `--all-visible`).
+    #[arg(long, default_value = "../shared/bench/eval")]
+    pub eval_dir: PathBuf,
+    /// Where `deployment.json` is, the catalog of sets without their own.
+    #[arg(long, default_value = "../shared/bench/catalogs")]
+    pub catalogs_dir: PathBuf,
+    /// The sentence model (as `EMBED_MODEL`).
+    #[arg(long)]
+    pub embed_model: PathBuf,
+    /// Where tool and query vectors are kept between runs.
+    #[arg(long, default_value = "target/vector-cache")]
+    pub vector_cache: PathBuf,
+    /// Ranking depth the metrics are taken at (the service's default limit).
+    #[arg(long, default_value_t = 10)]
+    pub limit: usize,
+    /// Terms left out, comma-separated: a feature (`agree`: with every signal that weighs
+    /// it), a signal (`verbose`: every term it weighs) or one term (`cosine * doubt`). What
+    /// `--ablate` showed to lose nothing on held-out sets.
+    #[arg(long, value_delimiter = ',')]
+    pub drop: Vec<String>,
+    /// Also fit, for each remaining feature and signal, a model without it, and report the
+    /// held-out change.
+    #[arg(long)]
+    pub ablate: bool,
+    /// Optimiser steps.
+    #[arg(long, default_value_t = 300)]
+    pub iterations: usize,
+    /// L2 penalty on the weights.
+    #[arg(long, default_value_t = 1e-3)]
+    pub l2: f64,
+    /// The highest share of a set's answerable requests the cosine bar may leave without a
+    /// result.
+    #[arg(long, default_value_t = 0.015)]
+    pub max_zero: f64,
+    /// A set's weight raised by a factor, `SET=FACTOR` (repeatable): how a set that loses
+    /// against the search in use (`search-eval --baseline`, beyond noise) is weighted up until
+    /// it no longer does. Recorded in the model's provenance.
+    #[arg(long, value_name = "SET=FACTOR")]
+    pub set_weight: Vec<String>,
+    /// Regression trees boosted on the terms' scores (0: the terms alone).
+    #[arg(long, default_value_t = 0)]
+    pub trees: usize,
+    /// Their depth.
+    #[arg(long, default_value_t = 3)]
+    pub tree_depth: usize,
+    /// Their learning rate.
+    #[arg(long, default_value_t = 0.1)]
+    pub tree_rate: f64,
+    /// Write the model here (the search's data file is
+    /// `crates/tool-search/src/fusion-model.json`); without it, only the report.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// One visible set, with every query text's candidates.
+struct SetData {
+    name: String,
+    index: Index,
+    names: Vec<String>,
+    queries: Vec<EvalQuery>,
+    /// `--set-weight`'s factor for this set (1 unless raised).
+    boost: f64,
+    /// Per query, per text: the candidates and the gold groups each is in (bit g: group g;
+    /// groups past the 64th are not told apart).
+    texts: Vec<Vec<(Candidates, Vec<u64>)>>,
+}
+
+impl SetData {
+    /// Each query's weight: a set counts as much as any other (a set of fewer than 200
+    /// queries counts as its share of 200: ten seed examples do not outweigh 4,000 questions).
+    fn weight(&self) -> f64 {
+        self.boost / (self.queries.len().max(200) as f64)
+    }
+}
+
+impl TrainArgs {
+    pub fn run(&self) -> ExitCode {
+        match self.try_run() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("search-eval train: {e}");
+                ExitCode::from(2)
+            }
+        }
+    }
+
+    /// The terms to fit: every feature alone and weighed by every signal, but `--drop`'s.
+    fn terms(&self) -> Result<Vec<Term>, String> {
+        let mut terms = all_terms();
+        for d in &self.drop {
+            let d = d.trim();
+            let before = terms.len();
+            terms.retain(|t| {
+                !(t.name() == d || FEATURES[t.feature].0 == d || t.signal.is_some_and(|s| SIGNALS[s].0 == d))
+            });
+            if terms.len() == before {
+                return Err(format!("--drop: no term, feature or signal `{d}` (left)"));
+            }
+        }
+        Ok(terms)
+    }
+
+    fn try_run(&self) -> Result<(), String> {
+        let terms = self.terms()?;
+        let sets = self.load()?;
+        let tree_params = TreeParams {
+            trees: self.trees,
+            depth: self.tree_depth,
+            rate: self.tree_rate,
+            lambda: 1e-3,
+            min_hessian: 1e-4,
+        };
+        let fit = |train: &[&SetData], terms: &[Term]| {
+            let mut m = ranker_only(fit_ranker(train, terms, self.iterations, self.l2));
+            if tree_params.trees > 0 {
+                m.trees = fit_trees(train, &m, tree_params);
+            }
+            m
+        };
+
+        // leave one set out
+        let held_out = |terms: &[Term]| -> Vec<Summary> {
+            sets.iter()
+                .enumerate()
+                .map(|(k, s)| {
+                    let train: Vec<&SetData> = sets
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| *i != k)
+                        .map(|(_, s)| s)
+                        .collect();
+                    let model = fit(&train, terms);
+                    summary(s, &model, self.limit)
+                })
+                .collect()
+        };
+        let loso = held_out(&terms);
+        let all: Vec<&SetData> = sets.iter().collect();
+        let fitted = fit(&all, &terms);
+        let in_sample: Vec<Summary> = sets.iter().map(|s| summary(s, &fitted, self.limit)).collect();
+        println!("ranker, leave one set out (each set ranked by a model fitted on the others) and fitted on all:");
+        println!(
+            "{:<16} {:>6} {:>21}   {:>21}",
+            "set", "n", "held out R@1/R@5/MRR", "all R@1/R@5/MRR"
+        );
+        for ((s, h), a) in sets.iter().zip(&loso).zip(&in_sample) {
+            println!(
+                "{:<16} {:>6} {:>21}   {:>21}",
+                s.name,
+                h.answerable,
+                triple(h),
+                triple(a)
+            );
+        }
+        println!("\nterms:");
+        for t in &fitted.terms {
+            println!("  {:<32} {:>9.4}", t.name(), t.weight);
+        }
+        if !fitted.trees.is_empty() {
+            let mut used = [0usize; N_INPUTS];
+            for t in &fitted.trees {
+                for n in &t.nodes {
+                    if let Node::Split { input, .. } = n {
+                        used[*input] += 1;
+                    }
+                }
+            }
+            println!("{} trees; splits per input:", fitted.trees.len());
+            for (k, u) in used.iter().enumerate().filter(|(_, u)| **u > 0) {
+                println!("  {:<32} {u:>5}", input_name(k));
+            }
+        }
+
+        if self.ablate {
+            println!("\nleaving out a feature or a signal: held-out R@5 change per set (R@1 change in brackets)");
+            print!("{:<16}", "left out");
+            for s in &sets {
+                print!(" {:>16}", short(&s.name));
+            }
+            println!("  {:>8}", "mean R@5");
+            let groups = FEATURES.iter().chain(SIGNALS.iter()).map(|(n, _)| *n);
+            for g in groups {
+                let without: Vec<Term> = terms
+                    .iter()
+                    .copied()
+                    .filter(|t| FEATURES[t.feature].0 != g && t.signal.is_none_or(|s| SIGNALS[s].0 != g))
+                    .collect();
+                if without.len() == terms.len() {
+                    continue;
+                }
+                let h = held_out(&without);
+                print!("{g:<16}");
+                let mut mean = 0.0;
+                for (a, b) in h.iter().zip(&loso) {
+                    print!(" {:>+7.3} ({:>+6.3})", a.r5 - b.r5, a.r1 - b.r1);
+                    mean += (a.r5 - b.r5) / sets.len() as f64;
+                }
+                println!("  {mean:>+8.4}");
+            }
+        }
+
+        let mut model = fitted;
+        let bar = choose_bar(&sets, &model, self.limit, self.max_zero);
+        model.abstain_below = bar;
+        println!(
+            "\nabstain_below {bar:.2}: the highest cosine bar at which no set leaves more than {} of its answerable requests without a result",
+            self.max_zero
+        );
+        let finals: Vec<Summary> = sets.iter().map(|s| summary(s, &model, self.limit)).collect();
+        println!("\n{:<16} {:>21} {:>7} {:>8}", "set", "R@1/R@5/MRR", "zero", "abstain");
+        for (s, f) in sets.iter().zip(&finals) {
+            println!(
+                "{:<16} {:>21} {:>7.3} {:>8}",
+                s.name,
+                triple(f),
+                f.zero_result.unwrap_or(0.0),
+                f.abstain.map_or("-".into(), |a| format!("{a:.3}"))
+            );
+        }
+
+        println!("\nunanswerable requests: does the lexical arm abstain, and the nearest tool's cosine");
+        for s in &sets {
+            for (q, texts) in s.queries.iter().zip(&s.texts) {
+                if q.groups().is_empty() {
+                    for (c, _) in texts {
+                        println!(
+                            "  {:<16} {:<5} {:.3}  {}",
+                            s.name,
+                            c.lexical_abstains(),
+                            c.best_cosine(),
+                            q.texts().join(" | ")
+                        );
+                    }
+                }
+            }
+        }
+
+        if let Some(out) = &self.out {
+            let args: Vec<String> = std::env::args().skip(1).collect();
+            model.provenance = serde_json::json!({
+                "command": format!("search-eval {}", args.join(" ")),
+                "model": self.embed_model.file_name().map(|n| n.to_string_lossy().into_owned()),
+                "held_out": sets.iter().zip(&loso).map(|(s, h)| serde_json::json!({
+                    "set": s.name, "r1": round3(h.r1), "r5": round3(h.r5), "mrr": round3(h.mrr),
+                })).collect::<Vec<_>>(),
+                "dropped": self.drop,
+                "set_weights": self.set_weight,
+            });
+            std::fs::write(out, model.to_json()).map_err(|e| format!("{}: {e}", out.display()))?;
+            println!("\nwrote {}", out.display());
+        }
+        Ok(())
+    }
+
+    /// Every visible set's candidates (the model's vectors from the cache).
+    fn load(&self) -> Result<Vec<SetData>, String> {
+        let mut embedder = EvalEmbedder::open(&self.embed_model, &self.vector_cache)?;
+        let mut out = Vec::new();
+        for (name, catalog, queries_file) in visible_sets(&self.eval_dir, &self.catalogs_dir)? {
+            let tools = load_catalog_path(&catalog)?;
+            let queries = load_query_file(&queries_file)?;
+            let index = Index::build(&tools);
+            let names: Vec<String> = tools.iter().map(|t| t.tool.name.clone()).collect();
+            let vectors = embedder.tool_vectors(&tools)?;
+            let texts: Vec<String> = queries
+                .iter()
+                .flat_map(|q| q.texts())
+                .map(|t| tool_search::semantic::query_text(&t))
+                .collect();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let qv = embedder.query_vectors(&refs)?;
+            let mut all = Vec::with_capacity(queries.len());
+            for q in &queries {
+                let groups = q.groups();
+                let mut per = Vec::new();
+                for t in q.texts() {
+                    let v = qv
+                        .get(&tool_search::semantic::query_text(&t))
+                        .ok_or_else(|| format!("{name}: no vector for a query"))?;
+                    let sem = Semantic {
+                        vectors: &vectors,
+                        query: v.as_slice(),
+                    };
+                    let c = index
+                        .candidates_for(&t, sem)
+                        .ok_or_else(|| format!("{name}: the vectors do not fit the catalog"))?;
+                    let g: Vec<u64> = c
+                        .docs
+                        .iter()
+                        .map(|&d| {
+                            groups
+                                .iter()
+                                .enumerate()
+                                .filter(|(_, g)| g.contains(&names[d]))
+                                .fold(0u64, |m, (i, _)| m | 1 << i.min(63))
+                        })
+                        .collect();
+                    per.push((c, g));
+                }
+                all.push(per);
+            }
+            eprintln!("{name}: {} queries", queries.len());
+            let boost = self
+                .set_weight
+                .iter()
+                .find_map(|w| {
+                    w.split_once('=')
+                        .filter(|(n, _)| *n == name)
+                        .map(|(_, f)| f.parse::<f64>())
+                })
+                .transpose()
+                .map_err(|e| format!("--set-weight {name}: {e}"))?
+                .unwrap_or(1.0);
+            out.push(SetData {
+                boost,
+                name,
+                index,
+                names,
+                queries,
+                texts: all,
+            });
+        }
+        Ok(out)
+    }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn short(name: &str) -> &str {
+    &name[..name.len().min(16)]
+}
+
+fn triple(s: &Summary) -> String {
+    format!("{:.3}/{:.3}/{:.3}", s.r1, s.r5, s.mrr)
+}
+
+/// Every feature alone, and weighed by every signal.
+fn all_terms() -> Vec<Term> {
+    (0..N_FEATURES)
+        .flat_map(|f| {
+            std::iter::once(None)
+                .chain((0..SIGNALS.len()).map(Some))
+                .map(move |signal| Term {
+                    feature: f,
+                    signal,
+                    weight: 0.0,
+                })
+        })
+        .collect()
+}
+
+/// A model of these terms that never abstains.
+fn ranker_only(terms: Vec<Term>) -> FusionModel {
+    FusionModel {
+        terms,
+        trees: Vec::new(),
+        abstain_below: 0.0,
+        provenance: serde_json::Value::Null,
+    }
+}
+
+/// A set's queries ranked by `model` and scored.
+fn summary(s: &SetData, model: &FusionModel, limit: usize) -> Summary {
+    let scores = scores(s, model, limit);
+    eval::report(&s.queries, &scores).overall
+}
+
+fn scores(s: &SetData, model: &FusionModel, limit: usize) -> Vec<QueryScore> {
+    s.queries
+        .iter()
+        .zip(&s.texts)
+        .map(|(q, texts)| {
+            let answers: Vec<Vec<usize>> = texts
+                .iter()
+                .map(|(c, _)| {
+                    let r = s.index.rank_candidates(c, model);
+                    s.index.hits(c, &r, limit).into_iter().map(|h| h.doc).collect()
+                })
+                .collect();
+            eval::score_query(&q.groups(), &interleave(&s.names, &answers, limit))
+        })
+        .collect()
+}
+
+/// Adam on the whole batch.
+struct Adam {
+    m: Vec<f64>,
+    v: Vec<f64>,
+    t: i32,
+    rate: f64,
+}
+
+impl Adam {
+    fn new(n: usize, rate: f64) -> Adam {
+        Adam {
+            m: vec![0.0; n],
+            v: vec![0.0; n],
+            t: 0,
+            rate,
+        }
+    }
+
+    fn step(&mut self, w: &mut [f64], g: &[f64]) {
+        let (b1, b2) = (0.9, 0.999);
+        self.t += 1;
+        for i in 0..w.len() {
+            self.m[i] = b1 * self.m[i] + (1.0 - b1) * g[i];
+            self.v[i] = b2 * self.v[i] + (1.0 - b2) * g[i] * g[i];
+            let mh = self.m[i] / (1.0 - b1.powi(self.t));
+            let vh = self.v[i] / (1.0 - b2.powi(self.t));
+            w[i] -= self.rate * mh / (vh.sqrt() + 1e-8);
+        }
+    }
+}
+
+/// The terms' weights minimising the weighted listwise softmax loss over `sets`' texts that
+/// have a gold candidate. A text's score of a candidate is its features times the feature
+/// weights its signals give ([`FusionModel::feature_weights`]), so a term's gradient is its
+/// feature's gradient times its signal.
+fn fit_ranker(sets: &[&SetData], terms: &[Term], iterations: usize, l2: f64) -> Vec<Term> {
+    // (candidates, gold groups, weight) per text
+    let mut samples: Vec<(&Candidates, &[u64], f64)> = Vec::new();
+    for s in sets {
+        let w = s.weight();
+        for texts in &s.texts {
+            let per = w / texts.len().max(1) as f64;
+            for (c, gold) in texts {
+                if gold.iter().any(|&g| g != 0) {
+                    samples.push((c, gold, per));
+                }
+            }
+        }
+    }
+    let total: f64 = samples.iter().map(|s| s.2).sum::<f64>().max(1e-12);
+    let mut model = ranker_only(terms.to_vec());
+    let mut theta = vec![0.0; terms.len()];
+    let mut adam = Adam::new(terms.len(), 0.05);
+    let mut scores: Vec<f64> = Vec::new();
+    let (mut gr, mut hr) = (Vec::new(), Vec::new());
+    for _ in 0..iterations {
+        for (t, w) in model.terms.iter_mut().zip(&theta) {
+            t.weight = *w;
+        }
+        let mut grad = vec![0.0; terms.len()];
+        for (c, gold, weight) in &samples {
+            let fw = model.feature_weights(&c.signals);
+            scores.clear();
+            scores.extend(
+                c.features
+                    .iter()
+                    .map(|r| r.iter().zip(&fw).map(|(a, b)| a * b).sum::<f64>()),
+            );
+            softmax_gradient(&scores, gold, &mut gr, &mut hr);
+            let mut gf = [0.0; N_FEATURES];
+            for (r, p) in c.features.iter().zip(&gr) {
+                if *p != 0.0 {
+                    for k in 0..N_FEATURES {
+                        gf[k] += p * r[k];
+                    }
+                }
+            }
+            for (g, t) in grad.iter_mut().zip(terms) {
+                *g += weight * gf[t.feature] * t.signal.map_or(1.0, |s| c.signals[s]);
+            }
+        }
+        for (g, w) in grad.iter_mut().zip(&theta) {
+            *g = *g / total + l2 * w;
+        }
+        adam.step(&mut theta, &grad);
+    }
+    for (t, w) in model.terms.iter_mut().zip(&theta) {
+        t.weight = *w;
+    }
+    model.terms
+}
+
+/// The highest cosine bar (in steps of 0.01) at which no set leaves more than `max_zero` of
+/// its answerable requests without a result.
+fn choose_bar(sets: &[SetData], model: &FusionModel, limit: usize, max_zero: f64) -> f64 {
+    let mut best = 0.0;
+    let mut m = model.clone();
+    for step in 1..=100 {
+        m.abstain_below = step as f64 * 0.01;
+        let worst = sets
+            .iter()
+            .map(|s| summary(s, &m, limit).zero_result.unwrap_or(0.0))
+            .fold(0.0, f64::max);
+        if worst > max_zero {
+            break;
+        }
+        best = m.abstain_below;
+    }
+    best
+}
+
+/// How the trees are grown.
+#[derive(Debug, Clone, Copy)]
+pub struct TreeParams {
+    pub trees: usize,
+    pub depth: usize,
+    pub rate: f64,
+    /// L2 on a leaf's value (Newton step −G / (H + λ)).
+    pub lambda: f64,
+    /// A split needs this much hessian on each side.
+    pub min_hessian: f64,
+}
+
+/// Cut points of each input: up to 31 quantiles of its values (every 7th row sampled).
+fn cut_points(rows: &[[f64; N_INPUTS]]) -> Vec<Vec<f64>> {
+    (0..N_INPUTS)
+        .map(|k| {
+            let mut v: Vec<f64> = rows.iter().step_by(7).map(|r| r[k]).collect();
+            v.sort_by(f64::total_cmp);
+            let mut cuts: Vec<f64> = (1..32).filter_map(|q| v.get(q * v.len() / 32).copied()).collect();
+            cuts.dedup();
+            cuts
+        })
+        .collect()
+}
+
+/// Regression trees boosted on `base`'s scores by the listwise softmax loss's Newton steps
+/// (gradient p − q and hessian p(1 − p) per candidate, p the softmax over a text's
+/// candidates, q its share of the gold), grown level by level on binned inputs.
+fn fit_trees(sets: &[&SetData], base: &FusionModel, p: TreeParams) -> Vec<Tree> {
+    // rows of every text with a gold candidate, grouped by text
+    let mut rows: Vec<[f64; N_INPUTS]> = Vec::new();
+    let mut gold: Vec<u64> = Vec::new();
+    let mut score: Vec<f64> = Vec::new();
+    let mut texts: Vec<(usize, usize, f64)> = Vec::new();
+    for s in sets {
+        let w = s.weight();
+        for per in &s.texts {
+            let tw = w / per.len().max(1) as f64;
+            for (c, g) in per {
+                if !g.iter().any(|&x| x != 0) {
+                    continue;
+                }
+                let start = rows.len();
+                let r = s.index.rank_candidates(c, base);
+                let mut by_pos = vec![0.0; c.docs.len()];
+                for (i, sc) in &r.order {
+                    by_pos[*i] = *sc;
+                }
+                for (i, x) in c.features.iter().enumerate() {
+                    let mut row = [0.0; N_INPUTS];
+                    row[..N_FEATURES].copy_from_slice(x);
+                    row[N_FEATURES..].copy_from_slice(&c.signals);
+                    rows.push(row);
+                    gold.push(g[i]);
+                    score.push(by_pos[i]);
+                }
+                texts.push((start, rows.len(), tw));
+            }
+        }
+    }
+    let total: f64 = texts.iter().map(|t| t.2).sum::<f64>().max(1e-12);
+    let cuts = cut_points(&rows);
+    let bins: Vec<[u8; N_INPUTS]> = rows
+        .iter()
+        .map(|r| {
+            let mut b = [0u8; N_INPUTS];
+            for k in 0..N_INPUTS {
+                b[k] = cuts[k].partition_point(|c| *c < r[k]) as u8;
+            }
+            b
+        })
+        .collect();
+    let n = rows.len();
+    let mut g = vec![0.0; n];
+    let mut h = vec![0.0; n];
+    let mut node = vec![0u32; n];
+    let mut trees = Vec::with_capacity(p.trees);
+    let (mut tg, mut th) = (Vec::new(), Vec::new());
+    for _ in 0..p.trees {
+        for &(a, b, w) in &texts {
+            let w = w / total;
+            softmax_gradient(&score[a..b], &gold[a..b], &mut tg, &mut th);
+            for i in a..b {
+                g[i] = w * tg[i - a];
+                h[i] = w * th[i - a];
+            }
+        }
+        let tree = grow(&bins, &cuts, &g, &h, &mut node, p);
+        for i in 0..n {
+            score[i] += tree.eval(|k| rows[i][k]);
+        }
+        trees.push(tree);
+    }
+    trees
+}
+
+/// One tree, grown level by level to `p.depth`: each node splits where the Newton gain is
+/// largest, or becomes a leaf.
+fn grow(bins: &[[u8; N_INPUTS]], cuts: &[Vec<f64>], g: &[f64], h: &[f64], node: &mut [u32], p: TreeParams) -> Tree {
+    let leaf_value = |gs: f64, hs: f64| -p.rate * gs / (hs + p.lambda);
+    let (g0, h0) = (g.iter().sum::<f64>(), h.iter().sum::<f64>());
+    let mut nodes = vec![Node::Leaf {
+        value: leaf_value(g0, h0),
+    }];
+    node.iter_mut().for_each(|x| *x = 0);
+    // the nodes still open at this level: (node index, G, H)
+    let mut open: Vec<(usize, f64, f64)> = vec![(0, g0, h0)];
+    for _ in 0..p.depth {
+        if open.is_empty() {
+            break;
+        }
+        // histograms: open node slot → input → bin → (G, H)
+        let slot_of: std::collections::HashMap<usize, usize> = open.iter().enumerate().map(|(s, o)| (o.0, s)).collect();
+        let mut hist = vec![[[(0.0f64, 0.0f64); 33]; N_INPUTS]; open.len()];
+        for (i, b) in bins.iter().enumerate() {
+            let Some(&s) = slot_of.get(&(node[i] as usize)) else {
+                continue;
+            };
+            let hs = &mut hist[s];
+            for k in 0..N_INPUTS {
+                let cell = &mut hs[k][b[k] as usize];
+                cell.0 += g[i];
+                cell.1 += h[i];
+            }
+        }
+        let mut next_open = Vec::new();
+        let mut moves: Vec<(usize, usize, u8, usize, usize)> = Vec::new();
+        for (s, &(at, gs, hs)) in open.iter().enumerate() {
+            let parent = gs * gs / (hs + p.lambda);
+            let mut best: Option<(f64, usize, usize, f64, f64)> = None;
+            for k in 0..N_INPUTS {
+                let (mut gl, mut hl) = (0.0, 0.0);
+                for (b, cell) in hist[s][k].iter().take(cuts[k].len()).enumerate() {
+                    gl += cell.0;
+                    hl += cell.1;
+                    let (gr, hr) = (gs - gl, hs - hl);
+                    if hl < p.min_hessian || hr < p.min_hessian {
+                        continue;
+                    }
+                    let gain = gl * gl / (hl + p.lambda) + gr * gr / (hr + p.lambda) - parent;
+                    if gain > 1e-12 && best.is_none_or(|x| gain > x.0) {
+                        best = Some((gain, k, b, gl, hl));
+                    }
+                }
+            }
+            let Some((_, k, b, gl, hl)) = best else { continue };
+            let (gr, hr) = (gs - gl, hs - hl);
+            let below = nodes.len();
+            nodes.push(Node::Leaf {
+                value: leaf_value(gl, hl),
+            });
+            nodes.push(Node::Leaf {
+                value: leaf_value(gr, hr),
+            });
+            nodes[at] = Node::Split {
+                input: k,
+                at: cuts[k][b],
+                value: leaf_value(gs, hs),
+                below,
+                above: below + 1,
+            };
+            moves.push((at, k, b as u8, below, below + 1));
+            next_open.push((below, gl, hl));
+            next_open.push((below + 1, gr, hr));
+        }
+        let split: std::collections::HashMap<usize, (usize, u8, usize, usize)> =
+            moves.iter().map(|&(at, k, b, l, r)| (at, (k, b, l, r))).collect();
+        for (i, b) in bins.iter().enumerate() {
+            if let Some(&(k, cut, l, r)) = split.get(&(node[i] as usize)) {
+                node[i] = if b[k] <= cut { l as u32 } else { r as u32 };
+            }
+        }
+        open = next_open;
+    }
+    Tree { nodes }
+}
+
+/// The listwise loss's gradient and (diagonal) hessian with respect to each candidate's score:
+/// the loss is the mean over the text's gold groups of −log(the softmax's share of the
+/// group), so every needed tool is pulled up, not only the one most easily found (R@k counts
+/// groups). Gradient p − q, q a candidate's share of its groups' shares over their count;
+/// hessian p(1 − p).
+fn softmax_gradient(scores: &[f64], groups: &[u64], g: &mut Vec<f64>, h: &mut Vec<f64>) {
+    let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let e: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+    let z: f64 = e.iter().sum();
+    let mut zg = [0.0f64; 64];
+    let present = groups.iter().fold(0u64, |m, x| m | x);
+    for (ei, m) in e.iter().zip(groups) {
+        let mut m = *m;
+        while m != 0 {
+            let b = m.trailing_zeros() as usize;
+            zg[b] += ei;
+            m &= m - 1;
+        }
+    }
+    let count = f64::from(present.count_ones().max(1));
+    g.clear();
+    h.clear();
+    for (ei, m) in e.iter().zip(groups) {
+        let p = ei / z;
+        let mut q = 0.0;
+        let mut m = *m;
+        while m != 0 {
+            let b = m.trailing_zeros() as usize;
+            q += ei / zg[b];
+            m &= m - 1;
+        }
+        g.push(p - q / count);
+        h.push((p * (1.0 - p)).max(1e-6));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gradient_pulls_every_gold_group_up_and_sums_to_zero() {
+        // four candidates; group 0 is the first, group 1 the third and fourth
+        let scores = [2.0, 1.0, 0.0, -1.0];
+        let groups = [0b01, 0, 0b10, 0b10];
+        let (mut g, mut h) = (Vec::new(), Vec::new());
+        softmax_gradient(&scores, &groups, &mut g, &mut h);
+        assert!(g.iter().sum::<f64>().abs() < 1e-12, "{g:?}");
+        assert!(g[1] > 0.0, "a tool of no group is pushed down");
+        assert!(
+            g[2] < 0.0 && g[3] < 0.0,
+            "the lower group is pulled up, though another is first: {g:?}"
+        );
+        assert!(h.iter().all(|x| *x > 0.0));
+        // one group alone: the softmax's share of it, pulled towards 1
+        let (mut g1, mut h1) = (Vec::new(), Vec::new());
+        softmax_gradient(&[0.0, 0.0], &[1, 0], &mut g1, &mut h1);
+        assert!((g1[0] + 0.5).abs() < 1e-12 && (g1[1] - 0.5).abs() < 1e-12, "{g1:?}");
+    }
+
+    #[test]
+    fn a_tree_splits_on_the_input_that_separates_the_gradient() {
+        // rows whose cosine (input 7) is high want higher scores (negative gradient)
+        let rows: Vec<[f64; N_INPUTS]> = (0..200)
+            .map(|i| {
+                let mut r = [0.0; N_INPUTS];
+                r[7] = (i % 10) as f64 / 10.0;
+                r[0] = ((i * 7) % 13) as f64 / 13.0;
+                r
+            })
+            .collect();
+        let g: Vec<f64> = rows.iter().map(|r| if r[7] >= 0.5 { -1.0 } else { 1.0 }).collect();
+        let h = vec![1.0; rows.len()];
+        let cuts = cut_points(&rows);
+        let bins: Vec<[u8; N_INPUTS]> = rows
+            .iter()
+            .map(|r| {
+                let mut b = [0u8; N_INPUTS];
+                for k in 0..N_INPUTS {
+                    b[k] = cuts[k].partition_point(|c| *c < r[k]) as u8;
+                }
+                b
+            })
+            .collect();
+        let mut node = vec![0u32; rows.len()];
+        let p = TreeParams {
+            trees: 1,
+            depth: 2,
+            rate: 1.0,
+            lambda: 0.0,
+            min_hessian: 1.0,
+        };
+        let tree = grow(&bins, &cuts, &g, &h, &mut node, p);
+        match tree.nodes[0] {
+            Node::Split { input, at, .. } => assert_eq!((input, at), (7, 0.4)),
+            other => panic!("expected a split at the root, got {other:?}"),
+        }
+        // and its leaves undo the gradient: +1 where it was −1
+        for (r, gi) in rows.iter().zip(&g) {
+            assert!((tree.eval(|k| r[k]) + gi).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn dropping_a_feature_or_a_signal_drops_its_terms() {
+        let args = |drop: &[&str]| TrainArgs {
+            eval_dir: PathBuf::new(),
+            catalogs_dir: PathBuf::new(),
+            embed_model: PathBuf::new(),
+            vector_cache: PathBuf::new(),
+            limit: 10,
+            drop: drop.iter().map(|s| s.to_string()).collect(),
+            ablate: false,
+            iterations: 1,
+            l2: 0.0,
+            max_zero: 0.02,
+            set_weight: Vec::new(),
+            trees: 0,
+            tree_depth: 3,
+            tree_rate: 0.1,
+            out: None,
+        };
+        let all = args(&[]).terms().unwrap();
+        assert_eq!(all.len(), N_FEATURES * (1 + SIGNALS.len()));
+        let fewer = args(&["cosine", "doubt", "lexical * verbose"]).terms().unwrap();
+        assert!(fewer.iter().all(|t| FEATURES[t.feature].0 != "cosine"));
+        assert!(fewer.iter().all(|t| t.signal.is_none_or(|s| SIGNALS[s].0 != "doubt")));
+        assert!(!fewer.iter().any(|t| t.name() == "lexical * verbose"));
+        assert!(fewer.iter().any(|t| t.name() == "lexical * foreign"));
+        assert!(args(&["nope"]).terms().unwrap_err().contains("nope"));
+    }
+}
