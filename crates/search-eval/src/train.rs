@@ -5,20 +5,21 @@
 //! ranking below from `Index::rank_candidates`: the very code `mcp_search` runs, so what the
 //! trainer measures is what the service does.
 //!
-//! - **The ranker** is linear over the named features, fitted by a listwise softmax loss (the
-//!   log-probability that a softmax over a text's candidates gives its gold tools), with a
-//!   small L2 penalty, by Adam on the whole batch. Every set counts alike (a query weighs
-//!   1/n, n at least 200): the 4,000 metatool questions do not drown the 198 deployment ones,
-//!   and ten seed examples do not outweigh either. (Sets counted by √n measured the same mean
-//!   held out, with larger losses on mcptoolbench and toollens.)
+//! - **The ranker** is a sum of terms (a feature, or a feature weighed by a request signal),
+//!   fitted by a listwise softmax loss averaged over a request's gold groups (−log of the
+//!   softmax's share of each group: every needed tool is pulled up, as R@k counts groups),
+//!   with a small L2 penalty, by Adam on the whole batch. Every set counts alike (a query
+//!   weighs 1/n, n at least 200): the 4,000 metatool questions do not drown the 198 deployment
+//!   ones, and ten seed examples do not outweigh either; `--set-weight` raises one set that
+//!   would otherwise lose against the search in use. `--trees N` boosts regression trees on
+//!   the terms' scores with the same loss's Newton steps.
 //! - **Leave one set out**: for each visible set, a model fitted on the others ranks it; that
 //!   held-out table is how a feature or a model is judged (`--ablate` fits once more without
-//!   each feature; a feature is kept only when leaving it out loses on the sets it was not
-//!   trained on). The written model is fitted on every set.
-//! - **Confidence**: a logistic model over the first hit's score, its margin and the query's
-//!   signals, fitted to "the first hit is right" (an unanswerable request's first hit never
-//!   is), so it is an estimate of that probability. The threshold is the highest at which no
-//!   set leaves more than `--max-zero` of its answerable requests without a result.
+//!   each feature and each signal; one is kept only when leaving it out loses on the sets it
+//!   was not trained on). The written model is fitted on every set.
+//! - **The abstention's cosine bar** (a request the lexical arm abstains on is answered only
+//!   when its nearest tool reaches it) is the highest at which no set leaves more than
+//!   `--max-zero` of its answerable requests without a result.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

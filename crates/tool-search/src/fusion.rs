@@ -86,12 +86,37 @@ pub const SIGNALS: [(&str, &str); N_SIGNALS] = [
     ),
 ];
 
-const SPELLED: usize = 4;
-const OPERATION: usize = 5;
-const LEADS: usize = 6;
-const COSINE_SHARE: usize = 8;
-const BEST_COSINE: usize = 5;
-const LEXICAL_ABSTAINS: usize = 6;
+/// Positions in a feature row (the order of [`FEATURES`]).
+mod feature {
+    pub const LEXICAL: usize = 0;
+    pub const LEXICAL_RANK: usize = 1;
+    pub const COVERAGE: usize = 2;
+    pub const NAME_COVERAGE: usize = 3;
+    pub const SPELLED: usize = 4;
+    pub const OPERATION: usize = 5;
+    pub const LEADS: usize = 6;
+    pub const COSINE: usize = 7;
+    pub const COSINE_SHARE: usize = 8;
+    pub const SEMANTIC_RANK: usize = 9;
+    pub const AGREE: usize = 10;
+}
+
+/// Positions in the signals (the order of [`SIGNALS`]).
+mod signal {
+    pub const DOUBT: usize = 0;
+    pub const VERBOSE: usize = 1;
+    pub const FOREIGN: usize = 2;
+    pub const UNKNOWN: usize = 3;
+    pub const LEXICAL_LEAD: usize = 4;
+    pub const BEST_COSINE: usize = 5;
+    pub const LEXICAL_ABSTAINS: usize = 6;
+}
+
+/// The lexical arm's first tool `leads` when its lead (1 − runner-up's score / its score) is at
+/// least this (the runner-up scores under 70% of it) ...
+const LEAD_MIN: f64 = 0.3;
+/// ... and it covers at least this share of the request (one stray word is no lead).
+const LEAD_MIN_COVERAGE: f64 = 0.3;
 
 /// Both arms' candidates for one query: the tools, one feature row each, and the query's
 /// signals.
@@ -430,12 +455,12 @@ pub struct Ranked {
 impl Candidates {
     /// The lexical arm alone would answer nothing (see [`SIGNALS`]).
     pub fn lexical_abstains(&self) -> bool {
-        self.signals[LEXICAL_ABSTAINS] > 0.5
+        self.signals[signal::LEXICAL_ABSTAINS] > 0.5
     }
 
     /// The nearest tool's cosine.
     pub fn best_cosine(&self) -> f64 {
-        self.signals[BEST_COSINE]
+        self.signals[signal::BEST_COSINE]
     }
 
     /// A short request for an operation none of the ranking's best tools (names it spells
@@ -447,10 +472,10 @@ impl Candidates {
         }
         let mut best = order
             .iter()
-            .filter(|o| self.features[o.0][SPELLED] == 0.0)
+            .filter(|o| self.features[o.0][feature::SPELLED] == 0.0)
             .take(PARAMS.operation_depth)
             .peekable();
-        best.peek().is_some() && best.all(|o| self.features[o.0][OPERATION] == 0.0)
+        best.peek().is_some() && best.all(|o| self.features[o.0][feature::OPERATION] == 0.0)
     }
 }
 
@@ -568,11 +593,11 @@ impl Index {
         let mut lexical_scores = vec![0.0; docs.len()];
         for (rank, l) in lexical.iter().enumerate() {
             let x = &mut features[at[&(l.1 as usize)]];
-            x[1] = 1.0 / (1.0 + rank as f64);
+            x[feature::LEXICAL_RANK] = 1.0 / (1.0 + rank as f64);
         }
         for (rank, h) in near.iter().enumerate() {
             let x = &mut features[at[&h.0]];
-            x[9] = 1.0 / (1.0 + rank as f64);
+            x[feature::SEMANTIC_RANK] = 1.0 / (1.0 + rank as f64);
         }
         for (i, &d) in docs.iter().enumerate() {
             let acc: Option<&Acc> = match lexical.get(i) {
@@ -583,41 +608,44 @@ impl Index {
             if let Some(a) = acc {
                 let score = self.final_score(&q, d as u32, a);
                 lexical_scores[i] = score;
-                x[0] = (score / lexical_best).clamp(0.0, 1.0);
-                x[2] = Index::coverage(&q, a).clamp(0.0, 1.0);
-                x[3] = self.name_coverage(d as u32, a);
+                x[feature::LEXICAL] = (score / lexical_best).clamp(0.0, 1.0);
+                x[feature::COVERAGE] = Index::coverage(&q, a).clamp(0.0, 1.0);
+                x[feature::NAME_COVERAGE] = self.name_coverage(d as u32, a);
             }
-            x[4] = f64::from(u8::from(spelled.contains(&(d as u32))));
-            x[5] = f64::from(u8::from(self.has_operation(&q, d as u32)));
-            x[6] = f64::from(u8::from(i == 0 && !lexical.is_empty() && lead >= 0.3 && x[2] >= 0.3));
+            x[feature::SPELLED] = f64::from(u8::from(spelled.contains(&(d as u32))));
+            x[feature::OPERATION] = f64::from(u8::from(self.has_operation(&q, d as u32)));
+            x[feature::LEADS] = f64::from(u8::from(
+                i == 0 && !lexical.is_empty() && lead >= LEAD_MIN && x[feature::COVERAGE] >= LEAD_MIN_COVERAGE,
+            ));
             let cosine = sem.vectors.similarity(d, sem.query).map_or(0.0, f64::from);
-            x[7] = cosine.clamp(0.0, 1.0);
-            x[8] = ((cosine - floor) / span).clamp(0.0, 1.0);
-            x[10] = x[0] * x[8];
+            x[feature::COSINE] = cosine.clamp(0.0, 1.0);
+            x[feature::COSINE_SHARE] = ((cosine - floor) / span).clamp(0.0, 1.0);
+            x[feature::AGREE] = x[feature::LEXICAL] * x[feature::COSINE_SHARE];
         }
+        let mut signals = [0.0; N_SIGNALS];
+        signals[signal::DOUBT] = doubt;
+        signals[signal::VERBOSE] = verbosity;
+        signals[signal::FOREIGN] = foreign.clamp(0.0, 1.0);
+        signals[signal::UNKNOWN] = if whole > 0.0 {
+            (q.unknown_importance / whole).clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
+        signals[signal::LEXICAL_LEAD] = lead;
+        signals[signal::BEST_COSINE] = best_cosine.clamp(0.0, 1.0);
+        signals[signal::LEXICAL_ABSTAINS] = f64::from(u8::from(lexical_abstains));
         Candidates {
             docs,
             features,
-            signals: [
-                doubt,
-                verbosity,
-                foreign.clamp(0.0, 1.0),
-                if whole > 0.0 {
-                    (q.unknown_importance / whole).clamp(0.0, 1.0)
-                } else {
-                    1.0
-                },
-                lead,
-                best_cosine.clamp(0.0, 1.0),
-                f64::from(u8::from(lexical_abstains)),
-            ],
+            signals,
             lexical_scores,
             operation_applies: q.operation.is_some() && q.groups.len() <= PARAMS.operation_max_words,
         }
     }
 
-    /// The candidates in `model`'s order (learned score, then name, then position), with its
-    /// confidence that the first is right.
+    /// The candidates in `model`'s order: names the request spells first, then the lexical
+    /// arm's first tool when it `leads`, then by learned score (ties by name, then position);
+    /// and whether the search answers at all.
     pub fn rank_candidates(&self, c: &Candidates, model: &FusionModel) -> Ranked {
         let w = model.feature_weights(&c.signals);
         let mut order: Vec<(usize, f64)> = c
@@ -633,12 +661,14 @@ impl Index {
         // 50th neighbour's) is not an answer, only the bottom of the semantic arm's list
         order.retain(|o| {
             let x = &c.features[o.0];
-            x[0] > 0.0 || x[COSINE_SHARE] > 0.0 || x[SPELLED] > 0.0
+            x[feature::LEXICAL] > 0.0 || x[feature::COSINE_SHARE] > 0.0 || x[feature::SPELLED] > 0.0
         });
         // names the request spells come first (as in the lexical ranking's name slots): a
-        // client that writes a tool's name means that tool
-        let spelled = |i: usize| c.features[i][SPELLED] > 0.0;
-        let leads = |i: usize| c.features[i][LEADS] > 0.0;
+        // client that writes a tool's name means that tool; then a lexical winner that stands
+        // out (a rare identifier, most of a name: as a weighed feature alone it lost R@1 on
+        // mcptoolbench and toollens)
+        let spelled = |i: usize| c.features[i][feature::SPELLED] > 0.0;
+        let leads = |i: usize| c.features[i][feature::LEADS] > 0.0;
         order.sort_by(|a, b| {
             spelled(b.0)
                 .cmp(&spelled(a.0))
@@ -652,13 +682,14 @@ impl Index {
         if c.misses_operation(&order) {
             order.retain(|o| spelled(o.0));
         }
-        let abstains = order.is_empty() || c.lexical_abstains() && c.signals[BEST_COSINE] < model.abstain_below;
+        let abstains =
+            order.is_empty() || (c.lexical_abstains() && c.signals[signal::BEST_COSINE] < model.abstain_below);
         Ranked { order, abstains }
     }
 
     /// [`Index::explain`] for the hybrid search: the learned score of `doc` as each feature's
     /// contribution (weight × value), the lexical score's own tree under the lexical feature,
-    /// and the confidence that decided whether the search answers.
+    /// the trees' shares, and what decides whether the search answers at all.
     pub fn explain_hybrid(&self, query: &str, doc: usize, semantic: Option<Semantic<'_>>) -> Explanation {
         let lexical_tree = self.explain(query, doc);
         let Some(sem) = self.usable(semantic) else {
@@ -673,7 +704,7 @@ impl Index {
                 if c.lexical_abstains() { "it does" } else { "it does not" },
                 model.abstain_below
             ),
-            c.signals[BEST_COSINE],
+            c.signals[signal::BEST_COSINE],
         );
         let Some(i) = c.docs.iter().position(|&d| d == doc) else {
             return Explanation::new(format!("not returned: not among either arm's best {DEPTH} tools"), 0.0)
@@ -790,6 +821,36 @@ mod tests {
     }
 
     #[test]
+    fn the_positions_name_what_the_tables_name() {
+        for (at, name) in [
+            (feature::LEXICAL, "lexical"),
+            (feature::LEXICAL_RANK, "lexical_rank"),
+            (feature::COVERAGE, "coverage"),
+            (feature::NAME_COVERAGE, "name_coverage"),
+            (feature::SPELLED, "spelled"),
+            (feature::OPERATION, "operation"),
+            (feature::LEADS, "leads"),
+            (feature::COSINE, "cosine"),
+            (feature::COSINE_SHARE, "cosine_share"),
+            (feature::SEMANTIC_RANK, "semantic_rank"),
+            (feature::AGREE, "agree"),
+        ] {
+            assert_eq!(FEATURES[at].0, name);
+        }
+        for (at, name) in [
+            (signal::DOUBT, "doubt"),
+            (signal::VERBOSE, "verbose"),
+            (signal::FOREIGN, "foreign"),
+            (signal::UNKNOWN, "unknown"),
+            (signal::LEXICAL_LEAD, "lexical_lead"),
+            (signal::BEST_COSINE, "best_cosine"),
+            (signal::LEXICAL_ABSTAINS, "lexical_abstains"),
+        ] {
+            assert_eq!(SIGNALS[at].0, name);
+        }
+    }
+
+    #[test]
     fn a_tree_adds_its_value_and_explains_it_by_input() {
         let text = r#"{"provenance": null, "terms": {}, "abstain_below": 0, "trees": [[
             {"input": "cosine", "at": 0.5, "value": 0.1, "below": 1, "above": 2},
@@ -801,13 +862,13 @@ mod tests {
         let m = FusionModel::from_json(text).unwrap();
         let mut x = [0.0; N_FEATURES];
         let mut signals = [0.0; N_SIGNALS];
-        x[7] = 0.9; // cosine
-        signals[0] = 0.8; // doubt
+        x[feature::COSINE] = 0.9;
+        signals[signal::DOUBT] = 0.8;
         assert!((m.trees_score(&x, &signals) - 0.6).abs() < 1e-12);
-        x[7] = 0.2;
+        x[feature::COSINE] = 0.2;
         assert!((m.trees_score(&x, &signals) + 0.2).abs() < 1e-12);
         // the root's value plus each input's share along the path is the tree's value
-        x[7] = 0.9;
+        x[feature::COSINE] = 0.9;
         let mut shares = [0.0; N_INPUTS];
         let input = |k: usize| if k < N_FEATURES { x[k] } else { signals[k - N_FEATURES] };
         let bias = m.trees[0].explain(input, &mut shares);

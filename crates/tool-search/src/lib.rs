@@ -235,10 +235,11 @@
 //! weigh a feature by a signal of the request (`cosine_share * doubt`: the semantic arm counts
 //! more the less of the request the lexical arm's best tool explains). The weights are data
 //! (`fusion-model.json`), fitted by `search-eval train` and judged leaving one visible set out;
-//! `explain_hybrid` gives each term's contribution. Three rules stay: names the request spells
-//! come first; a short request for an operation none of the ranking's best five tools offers
-//! gets only those names (see Abstention); a request the lexical arm abstains on is answered
-//! only when its nearest tool reaches the model's cosine bar. The semantic arm reads the
+//! `explain_hybrid` gives each term's contribution. Four rules stay: names the request spells
+//! come first; then a lexical winner that stands out (the `leads` feature); a short request
+//! for an operation none of the ranking's best five tools offers gets only those names (see
+//! Abstention); a request the lexical arm abstains on is answered only when its nearest tool
+//! reaches the model's cosine bar. The semantic arm reads the
 //! query without its literal values ([`semantic::query_text`]): a path or a quoted string is
 //! data for the call, not words about the tool; a web address leaves the name of the service
 //! it points at (`crunchbase` of `https://www.crunchbase.com/organization/acme`), the one word
