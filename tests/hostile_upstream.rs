@@ -702,11 +702,16 @@ async fn requests_an_upstream_sends_during_a_call_are_answered_at_once() {
     assert_eq!(answer(json!(7))["result"], json!({}));
     assert_eq!(answers.len(), 3, "{answers:?}");
     let metrics = scrape_metrics(&p.base).await;
+    for line in [
+        r#"mcp_proxy_upstream_requests_total{upstream="a",method="elicitation/create",outcome="declined"} 1"#,
+        r#"mcp_proxy_upstream_requests_total{upstream="a",method="roots/list",outcome="declined"} 1"#,
+        r#"mcp_proxy_upstream_requests_total{upstream="a",method="ping",outcome="answered"} 1"#,
+    ] {
+        assert!(metrics.contains(line), "{line} in {metrics}");
+    }
     assert!(
-        metrics.contains(
-            r#"mcp_proxy_upstream_requests_total{upstream="a",method="elicitation/create",outcome="declined"} 1"#
-        ),
-        "{metrics}"
+        !metrics.contains(r#"method="ping",outcome="declined""#),
+        "a ping is answered, not declined: {metrics}"
     );
 }
 

@@ -44,7 +44,7 @@ use mcp_wire::raw::RawObject;
 use mcp_wire::trace::TraceHeaders;
 use mcp_wire::types::Tool;
 use mcp_wire::{modern, Era};
-use proxy_metrics::UpstreamErrorKind;
+use proxy_metrics::{AskedOutcome, UpstreamErrorKind};
 use upstream_http::transport::Envelope;
 use upstream_http::{CancelReason, UpstreamError};
 
@@ -436,9 +436,9 @@ async fn call_tool(conn: &Connection, msg: &mut CallTool) -> Result<RawObject, U
             asking.notified().await;
             let pending = std::mem::take(&mut *asked.borrow_mut());
             for (method, id) in pending {
-                log::info!(upstream = conn.spec.label.as_str(), method = method.as_str(); "upstream request on a call declined");
-                conn.spec.metrics.upstream_request_declined(&conn.spec.label, &method);
-                list_changes::answer_server_request(conn, &method, id).await;
+                let outcome = list_changes::answer_server_request(conn, &method, id).await;
+                log::info!(upstream = conn.spec.label.as_str(), method = method.as_str(), outcome = outcome.as_str(); "upstream request on a call");
+                conn.spec.metrics.upstream_request(&conn.spec.label, &method, outcome);
             }
         }
     };
@@ -471,8 +471,9 @@ async fn call_tool(conn: &Connection, msg: &mut CallTool) -> Result<RawObject, U
         .map_err(|_| UpstreamError::InvalidReply("tools/call result is not an object".into()))?;
     if let Some(methods) = input_requested(&result) {
         for method in &methods {
-            log::info!(upstream = conn.spec.label.as_str(), method = method.as_str(); "upstream request on a call declined");
-            conn.spec.metrics.upstream_request_declined(&conn.spec.label, method);
+            let outcome = AskedOutcome::Declined;
+            log::info!(upstream = conn.spec.label.as_str(), method = method.as_str(), outcome = outcome.as_str(); "upstream request on a call");
+            conn.spec.metrics.upstream_request(&conn.spec.label, method, outcome);
         }
         return Err(UpstreamError::InputRequired { methods });
     }

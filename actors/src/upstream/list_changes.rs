@@ -18,6 +18,7 @@ use super::connection::Connection;
 use super::session::{Ready, RequestContext, SessionState, CLIENT_NAME};
 use mcp_wire::jsonrpc::{self, RequestId};
 use mcp_wire::modern;
+use proxy_metrics::AskedOutcome;
 use upstream_http::transport::Message;
 use upstream_http::UpstreamError;
 
@@ -145,7 +146,9 @@ async fn listen_once(
                 }
                 // Requests on the standalone stream (pings) must be answered, or some
                 // servers end the session.
-                (Some(method), Some(id)) => answer_server_request(conn, method, id.clone()).await,
+                (Some(method), Some(id)) => {
+                    answer_server_request(conn, method, id.clone()).await;
+                }
                 _ => {}
             }
         }
@@ -155,11 +158,18 @@ async fn listen_once(
 
 /// Answers a server-to-client request: `ping` with `{}`, anything else with -32601 (the
 /// proxy declares no client capabilities). Used for the standalone stream and a call's stream.
-pub(super) async fn answer_server_request(conn: &Connection, method: &str, id: Value) {
-    let body = if method == "ping" {
-        json!({"jsonrpc": "2.0", "id": id, "result": {}})
+pub(super) async fn answer_server_request(conn: &Connection, method: &str, id: Value) -> AskedOutcome {
+    let (body, outcome) = if method == "ping" {
+        (
+            json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+            AskedOutcome::Answered,
+        )
     } else {
-        json!({"jsonrpc": "2.0", "id": id, "error": {"code": jsonrpc::METHOD_NOT_FOUND, "message": format!("Method not found: {method}")}})
+        (
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": jsonrpc::METHOD_NOT_FOUND, "message": format!("Method not found: {method}")}}),
+            AskedOutcome::Declined,
+        )
     };
     conn.post_in_session(&body, Duration::from_secs(5)).await;
+    outcome
 }

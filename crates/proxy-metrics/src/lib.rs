@@ -261,6 +261,24 @@ struct ErrorLabels {
     kind: &'static str,
 }
 
+/// What became of a request an upstream sent during a tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AskedOutcome {
+    /// Answered by the proxy itself (`ping`).
+    Answered,
+    /// Answered with an error at once, or (an `input_required` result) not passed on.
+    Declined,
+}
+
+impl AskedOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AskedOutcome::Answered => "answered",
+            AskedOutcome::Declined => "declined",
+        }
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct AskedLabels {
     upstream: String,
@@ -608,14 +626,14 @@ impl Metrics {
             .inc();
     }
 
-    /// `upstream` sent a request during a tool call and the proxy answered it with an error
-    /// (`outcome="declined"`: the proxy does not relay such requests to its clients).
-    pub fn upstream_request_declined(&self, upstream: &str, method: &str) {
+    /// `upstream` sent a request during a tool call, and the proxy answered it (`ping`) or
+    /// declined it (anything it does not relay to its clients).
+    pub fn upstream_request(&self, upstream: &str, method: &str, outcome: AskedOutcome) {
         self.upstream_requests
             .get_or_create(&AskedLabels {
                 upstream: upstream.to_string(),
                 method: server_request_method(method),
-                outcome: "declined",
+                outcome: outcome.as_str(),
             })
             .inc();
     }
@@ -907,8 +925,9 @@ mod tests {
         m.call("up", "t", CallOutcome::Ok, Some(Duration::from_millis(3)));
         m.upstream_error_kind("up", UpstreamErrorKind::Connect);
         m.upstream_error_kind("up", UpstreamErrorKind::SessionReset);
-        m.upstream_request_declined("up", "elicitation/create");
-        m.upstream_request_declined("up", "x/made-up-by-the-upstream");
+        m.upstream_request("up", "elicitation/create", AskedOutcome::Declined);
+        m.upstream_request("up", "x/made-up-by-the-upstream", AskedOutcome::Declined);
+        m.upstream_request("up", "ping", AskedOutcome::Answered);
         m.refresh(RefreshOutcome::Partial, "startup", Duration::from_millis(20));
         m.search(3, 1, Duration::from_micros(40));
         m.retrieval(RankBucket::Rank(4), 2);
@@ -963,6 +982,13 @@ mod tests {
             s(
                 "mcp_proxy_upstream_requests_total",
                 r#"upstream="up",method="other",outcome="declined""#
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            s(
+                "mcp_proxy_upstream_requests_total",
+                r#"upstream="up",method="ping",outcome="answered""#
             ),
             Some(1.0)
         );
