@@ -559,6 +559,13 @@ fn cut_points(rows: &[[f64; N_INPUTS]]) -> Vec<Vec<f64>> {
         .collect()
 }
 
+/// Each row's bin per input: how many of the input's cut points lie below its value.
+fn bin_rows(rows: &[[f64; N_INPUTS]], cuts: &[Vec<f64>]) -> Vec<[u8; N_INPUTS]> {
+    rows.iter()
+        .map(|r| std::array::from_fn(|k| cuts[k].partition_point(|c| *c < r[k]) as u8))
+        .collect()
+}
+
 /// Regression trees boosted on `base`'s scores by the listwise softmax loss's Newton steps
 /// (gradient p − q and hessian p(1 − p) per candidate, p the softmax over a text's
 /// candidates, q its share of the gold), grown level by level on binned inputs.
@@ -596,16 +603,7 @@ fn fit_trees(sets: &[&SetData], base: &FusionModel, p: TreeParams) -> Vec<Tree> 
     }
     let total: f64 = texts.iter().map(|t| t.2).sum::<f64>().max(1e-12);
     let cuts = cut_points(&rows);
-    let bins: Vec<[u8; N_INPUTS]> = rows
-        .iter()
-        .map(|r| {
-            let mut b = [0u8; N_INPUTS];
-            for k in 0..N_INPUTS {
-                b[k] = cuts[k].partition_point(|c| *c < r[k]) as u8;
-            }
-            b
-        })
-        .collect();
+    let bins = bin_rows(&rows, &cuts);
     let n = rows.len();
     let mut g = vec![0.0; n];
     let mut h = vec![0.0; n];
@@ -785,16 +783,7 @@ mod tests {
         let g: Vec<f64> = rows.iter().map(|r| if r[7] >= 0.5 { -1.0 } else { 1.0 }).collect();
         let h = vec![1.0; rows.len()];
         let cuts = cut_points(&rows);
-        let bins: Vec<[u8; N_INPUTS]> = rows
-            .iter()
-            .map(|r| {
-                let mut b = [0u8; N_INPUTS];
-                for k in 0..N_INPUTS {
-                    b[k] = cuts[k].partition_point(|c| *c < r[k]) as u8;
-                }
-                b
-            })
-            .collect();
+        let bins = bin_rows(&rows, &cuts);
         let mut node = vec![0u32; rows.len()];
         let p = TreeParams {
             trees: 1,

@@ -195,6 +195,16 @@ pub fn input_name(k: usize) -> &'static str {
     }
 }
 
+/// A tree's input `k` of a candidate: its feature `k`, or past the features, the request's
+/// signal.
+pub fn tree_input(x: &[f64; N_FEATURES], signals: &[f64; N_SIGNALS], k: usize) -> f64 {
+    if k < N_FEATURES {
+        x[k]
+    } else {
+        signals[k - N_FEATURES]
+    }
+}
+
 /// One node of a regression tree.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Node {
@@ -423,8 +433,7 @@ impl FusionModel {
 
     /// The trees' part of a candidate's score.
     pub fn trees_score(&self, x: &[f64; N_FEATURES], signals: &[f64; N_SIGNALS]) -> f64 {
-        let input = |k: usize| if k < N_FEATURES { x[k] } else { signals[k - N_FEATURES] };
-        self.trees.iter().map(|t| t.eval(input)).sum()
+        self.trees.iter().map(|t| t.eval(|k| tree_input(x, signals, k))).sum()
     }
 
     /// Each feature's weight for a query with these signals (its terms summed).
@@ -740,13 +749,7 @@ impl Index {
         }
         if !model.trees.is_empty() {
             let mut shares = [0.0; N_INPUTS];
-            let input = |k: usize| {
-                if k < N_FEATURES {
-                    x[k]
-                } else {
-                    c.signals[k - N_FEATURES]
-                }
-            };
+            let input = |k: usize| tree_input(x, &c.signals, k);
             let bias: f64 = model.trees.iter().map(|t| t.explain(input, &mut shares)).sum();
             let total = bias + shares.iter().sum::<f64>();
             let mut trees = Explanation::new(
@@ -870,7 +873,7 @@ mod tests {
         // the root's value plus each input's share along the path is the tree's value
         x[feature::COSINE] = 0.9;
         let mut shares = [0.0; N_INPUTS];
-        let input = |k: usize| if k < N_FEATURES { x[k] } else { signals[k - N_FEATURES] };
+        let input = |k: usize| tree_input(&x, &signals, k);
         let bias = m.trees[0].explain(input, &mut shares);
         assert!((bias - 0.1).abs() < 1e-12);
         assert!((shares[7] - 0.3).abs() < 1e-12, "cosine: 0.1 → 0.4");
