@@ -9,9 +9,25 @@
 //! - `mcp_describe`: `proxy_core::tools::describe` over the current snapshot;
 //! - `mcp_call`: prepare against the snapshot (resolve → repair → validate); an unknown name
 //!   asks the catalog for one refresh and is prepared once more; then the call goes to the
-//!   actor of the upstream that owns the tool, with the client's trace, progress sink and
-//!   cancel token;
+//!   actor of the upstream that owns the tool, with the client's trace, progress sink, cancel
+//!   token and [`Talk`] (what the tool may ask the client, and how);
 //! - `mcp_refresh`: a message to the catalog actor.
+//!
+//! # Tools that ask (elicitation, sampling, roots)
+//! How a tool's question reaches the client depends on the client's era ([`Asking`]):
+//! - **2025 era** ([`Asking::Stream`]): the HTTP layer relays each question on the call's SSE
+//!   stream and routes the client's POSTed response back; the actor answers the upstream
+//!   (a 2025 upstream under its own id; a 2026-07-28 upstream's `input_required` round by
+//!   retrying with the answers).
+//! - **2026-07-28** ([`Asking::Rounds`]): the client answers in `input_required` rounds. A
+//!   2026-07-28 upstream's round is passed through with the proxy's sealed `requestState`
+//!   (`proxy_core::request_state`: the upstream's state, the tool, a digest of the arguments,
+//!   an expiry); the retry opens it and continues the upstream's round. A 2025 upstream asks on
+//!   its open call: the call runs as a task, and when it asks, it is held
+//!   (`proxy_actors::held`) under an id the sealed state names, and its questions go to the
+//!   client as an `input_required` result; the retry takes it, answers the questions, and
+//!   waits again. A held call not resumed within `ELICITATION_TIMEOUT_SEC` is dropped, which
+//!   cancels it upstream.
 //!
 //! Measured here, from the typed outcomes (never from a reply's JSON): each relayed call by
 //! upstream, tool and outcome, its latency and the calls in flight; each search's queries,
@@ -24,16 +40,22 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::Addr;
-use serde_json::Value;
-use tokio::sync::watch;
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, oneshot, watch};
 
+use mcp_wire::asks::{self, Askable};
+use mcp_wire::jsonrpc::{self, RpcError};
 use mcp_wire::trace::CallTrace;
 use proxy_actors::catalog::{CatalogActor, Refresh, RefreshReason};
 use proxy_actors::embedding::{EmbedQueries, Phase, SemanticIndex, SemanticState};
+use proxy_actors::held::{Expire, HeldCalls, HeldLimits, Hold, Take};
 use proxy_actors::retrieval::{self, ClientKey, RetrievalTracker};
-use proxy_actors::upstream::{CallTool, CancelToken, UpstreamActor};
+use proxy_actors::upstream::{
+    cancel_pair, Ask, Asker, CallTool, CancelHandle, CancelToken, Interaction, Reply, Round, UpstreamActor,
+};
 use proxy_core::catalog::resolve::{resolve, Resolution};
 use proxy_core::catalog::Snapshot;
+use proxy_core::request_state::{self, Claims, Resume, Sealer};
 use proxy_core::tools::{
     self, CallOutcome, CallRequest, DescribeRequest, Prepared, RefreshOutcome, SearchAnswer, SearchRequest,
     ToolOutcome, ToolRequest, UpstreamFailure, UsageError,
@@ -58,6 +80,12 @@ pub struct App {
     /// The semantic arm, published by the embedding actor: the query embedder and the tool
     /// vectors of a snapshot generation (or why it is off).
     pub semantic: watch::Receiver<SemanticState>,
+    /// Seals and opens the `requestState` of 2026-07-28 rounds.
+    sealer: Sealer,
+    /// Calls held for 2026-07-28 clients between a question and its answers.
+    held: Addr<HeldCalls<Held>>,
+    /// How long a question waits for its answer (`ELICITATION_TIMEOUT_SEC`).
+    question_timeout: Duration,
 }
 
 /// What a call carries besides its request: where its notifications go, how it is cancelled,
@@ -74,6 +102,84 @@ pub struct CallContext {
     pub trace: Option<CallTrace>,
     /// Who is calling, for retrieval telemetry (`None`: not recorded).
     pub client: Option<ClientKey>,
+    /// What the tool may ask the client, and how.
+    pub talk: Talk,
+}
+
+/// What a call's tool may ask its client, and how the question reaches it.
+#[derive(Default)]
+pub struct Talk {
+    /// What the client declared it can answer.
+    pub askable: Askable,
+    pub asking: Asking,
+    /// A 2026-07-28 client's `_meta` log level opt-in, passed upstream.
+    pub log_level: Option<String>,
+    /// A 2026-07-28 client's retry: its `inputResponses` and the `requestState` it was given.
+    pub retry: Option<Retry>,
+    /// Who holds the call's questions, for the per-client bound of held calls (the token
+    /// group; all unauthenticated clients share one).
+    pub holder: String,
+}
+
+/// How a tool's questions reach the client.
+#[derive(Default)]
+pub enum Asking {
+    /// They cannot: each is answered with an error at once.
+    #[default]
+    Never,
+    /// 2025 era: on the call's stream (the HTTP layer relays them and routes the answers).
+    Stream(Asker),
+    /// 2026-07-28: in `input_required` rounds the client answers on its retry.
+    Rounds,
+}
+
+/// A 2026-07-28 client's retry of an `mcp_call` that needed input.
+pub struct Retry {
+    pub responses: Option<Value>,
+    pub state: Option<String>,
+}
+
+/// A call held for a 2026-07-28 client while it answers the call's questions (see the module
+/// docs): the running call's outcome, its questions (asked and waiting, and the next ones),
+/// its notifications, and the handle whose drop cancels it upstream.
+pub struct Held {
+    outcome: oneshot::Receiver<CallOutcome>,
+    questions: mpsc::Receiver<Ask>,
+    waiting: Vec<(String, Ask)>,
+    next_key: u32,
+    events: mpsc::UnboundedReceiver<Value>,
+    cancel: CancelHandle,
+    upstream: String,
+    tool: String,
+}
+
+/// How long an expired held call may take to end of itself once its questions were told they
+/// timed out, before it is cancelled upstream.
+const EXPIRY_GRACE: Duration = Duration::from_secs(2);
+
+impl Expire for Held {
+    /// As for a 2025-era client that does not answer: the questions time out (the upstream is
+    /// told so and its tool may end as it sees fit); a call still running after
+    /// [`EXPIRY_GRACE`] is cancelled.
+    fn expire(mut self) {
+        for (_, ask) in self.waiting.drain(..) {
+            let _ = ask.reply.send(Reply::TimedOut);
+        }
+        actix::spawn(async move {
+            let _ = tokio::time::timeout(EXPIRY_GRACE, &mut self.outcome).await;
+            self.cancel.cancel(upstream_http::CancelReason::Unanswered);
+        });
+    }
+}
+
+/// How many calls all client groups together may have held.
+const MAX_HELD_TOTAL: usize = 1024;
+
+/// The `mcp_call` a sealed state belongs to: the tool name the client gave, and the digest of
+/// that name and the arguments.
+struct CallId {
+    name: String,
+    digest: String,
 }
 
 impl App {
@@ -84,7 +190,12 @@ impl App {
         upstreams: HashMap<String, Addr<UpstreamActor>>,
         metrics: Arc<Metrics>,
         semantic: watch::Receiver<SemanticState>,
+        asking: &crate::config::Asking,
     ) -> App {
+        let held = HeldCalls::new(HeldLimits {
+            per_client: asking.max_pending,
+            total: MAX_HELD_TOTAL,
+        });
         App {
             catalog,
             snapshots,
@@ -92,7 +203,15 @@ impl App {
             retrieval: actix::Actor::start(RetrievalTracker::new(metrics.clone())),
             metrics,
             semantic,
+            sealer: Sealer::new(asking.state_secret.as_deref()),
+            held: actix::Actor::start(held),
+            question_timeout: asking.timeout,
         }
+    }
+
+    /// How long a tool's question waits for the client's answer.
+    pub fn question_timeout(&self) -> Duration {
+        self.question_timeout
     }
 
     /// The catalog's current snapshot.
@@ -154,13 +273,43 @@ impl App {
     }
 
     /// `mcp_call` (or a pinned tool): prepared against the snapshot, with one refresh and one
-    /// more try for a name the catalog lacks; sent to the owning upstream actor.
-    pub async fn call(&self, req: CallRequest, ctx: CallContext) -> CallOutcome {
+    /// more try for a name the catalog lacks; sent to the owning upstream actor. A 2026-07-28
+    /// client's retry first opens its `requestState`: a held call is resumed, an upstream's
+    /// round continued.
+    pub async fn call(&self, req: CallRequest, mut ctx: CallContext) -> CallOutcome {
         let CallRequest {
             name,
             arguments,
             pinned,
         } = req;
+        let id = matches!(ctx.talk.asking, Asking::Rounds).then(|| CallId {
+            digest: request_state::call_digest(&name, &arguments),
+            name: name.clone(),
+        });
+        let mut round = None;
+        if let (Some(retry), Some(id)) = (ctx.talk.retry.take(), &id) {
+            if let Some(state) = &retry.state {
+                match self.sealer.open(state, &id.name, &id.digest, request_state::unix_now()) {
+                    Err(refused) => return self.refused_state(&name, refused.message().to_string()),
+                    Ok(Claims {
+                        resume: Resume::Held { id: held },
+                        ..
+                    }) => return self.resume_held(&held, retry.responses, ctx, id).await,
+                    Ok(Claims {
+                        resume: Resume::Upstream { upstream, state },
+                        ..
+                    }) => {
+                        round = Some((
+                            upstream,
+                            Round {
+                                responses: retry.responses,
+                                state,
+                            },
+                        ))
+                    }
+                }
+            }
+        }
         let mut snap = self.snapshot();
         // A name the catalog lacks (even after repairs) asks for one refresh first.
         if matches!(resolve(&snap, &name), Resolution::Unknown) {
@@ -191,16 +340,86 @@ impl App {
                 repairs,
                 input_schema,
             } => {
-                let call = CallTool {
+                let upstream = snap.tools[index].upstream.as_str();
+                let round = match round {
+                    Some((sealed_for, _)) if sealed_for != upstream => {
+                        return self.refused_state(
+                            &name,
+                            format!("requestState was issued for upstream {sealed_for:?}, and the tool is now served by {upstream:?}; call it again without requestState"),
+                        )
+                    }
+                    other => other.map(|(_, r)| r),
+                };
+                let talk = std::mem::take(&mut ctx.talk);
+                let (asker, questions) = match talk.asking {
+                    Asking::Stream(asker) => (Some(asker), None),
+                    Asking::Rounds if !talk.askable.is_empty() => {
+                        let (tx, rx) = mpsc::channel(proxy_actors::upstream::ask::MAX_QUESTIONS);
+                        (Some(tx), Some(rx))
+                    }
+                    Asking::Rounds | Asking::Never => (None, None),
+                };
+                let mut call = CallTool {
                     name: snap.tools[index].tool.name.clone(),
                     arguments,
                     input_schema,
                     meta: mcp_wire::modern::passthrough_meta(ctx.meta.as_ref()),
-                    notifications: ctx.events,
-                    cancel: ctx.cancel,
-                    trace: ctx.trace.map(|t| t.upstream),
+                    notifications: ctx.events.take(),
+                    cancel: ctx.cancel.take(),
+                    trace: ctx.trace.take().map(|t| t.upstream),
+                    interaction: Interaction {
+                        asker,
+                        askable: talk.askable,
+                        log_level: talk.log_level,
+                        pass_input_required: id.is_some(),
+                        round,
+                        question_timeout: self.question_timeout,
+                    },
                 };
-                return self.relay(&snap.tools[index].upstream, call, &repairs).await;
+                let Some(addr) = self.upstreams.get(upstream).cloned() else {
+                    let outcome = CallOutcome::NoRoute {
+                        upstream: upstream.to_string(),
+                        tool: call.name,
+                    };
+                    self.count(&outcome, None);
+                    return outcome;
+                };
+                if let Some(trace) = &call.trace {
+                    trace.stamp(&mut call.meta);
+                }
+                let metrics = self.metrics.clone();
+                let (Some(questions), Some(id)) = (questions, id.as_ref()) else {
+                    let outcome = relay(metrics, addr, upstream, call, repairs).await;
+                    return match &id {
+                        Some(id) => self.sealed(outcome, id),
+                        None => outcome,
+                    };
+                };
+                // 2026-07-28 client that can be asked: the call runs as a task that may be held
+                // between the client's requests (module docs).
+                let (tx_events, events) = mpsc::unbounded_channel();
+                let client_events = call.notifications.replace(tx_events);
+                let (cancel, token) = cancel_pair();
+                let client_cancel = call.cancel.replace(token);
+                let (done, outcome) = oneshot::channel();
+                let tool = call.name.clone();
+                actix_web::rt::spawn({
+                    let upstream = upstream.to_string();
+                    async move {
+                        let _ = done.send(relay(metrics, addr, &upstream, call, repairs).await);
+                    }
+                });
+                let held = Held {
+                    outcome,
+                    questions,
+                    waiting: Vec::new(),
+                    next_key: 1,
+                    events,
+                    cancel,
+                    upstream: upstream.to_string(),
+                    tool,
+                };
+                return self.drive(held, client_events, client_cancel, talk.holder, id).await;
             }
             Prepared::Unknown => CallOutcome::unknown_tool(&snap, &name),
             Prepared::Rejected { index, rejection } => CallOutcome::Rejected {
@@ -213,34 +432,157 @@ impl App {
         outcome
     }
 
-    /// Sends a prepared call to the actor of `upstream` and waits for how it ended.
-    async fn relay(&self, upstream: &str, mut call: CallTool, repairs: &[String]) -> CallOutcome {
-        let tool = call.name.clone();
-        let Some(addr) = self.upstreams.get(upstream) else {
-            let outcome = CallOutcome::NoRoute {
-                upstream: upstream.to_string(),
-                tool,
-            };
-            self.count(&outcome, None);
-            return outcome;
+    /// Waits for a 2026-07-28 client's call (running as a task) to end or to ask something;
+    /// its notifications go to the client's request meanwhile. When it asks, it is held and
+    /// its questions become the client's `input_required` round.
+    async fn drive(
+        &self,
+        mut held: Held,
+        events: Option<mpsc::UnboundedSender<Value>>,
+        mut cancel: Option<CancelToken>,
+        holder: String,
+        id: &CallId,
+    ) -> CallOutcome {
+        let cancelled = async {
+            match cancel.as_mut() {
+                Some(t) => t.cancelled().await,
+                None => std::future::pending().await,
+            }
         };
-        if let Some(trace) = &call.trace {
-            trace.stamp(&mut call.meta);
+        tokio::pin!(cancelled);
+        loop {
+            tokio::select! {
+                outcome = &mut held.outcome => {
+                    while let Ok(note) = held.events.try_recv() {
+                        forward(&events, note);
+                    }
+                    let outcome = outcome.unwrap_or_else(|_| gone(&held));
+                    return self.sealed(outcome, id);
+                }
+                Some(note) = held.events.recv() => forward(&events, note),
+                // the client's request went away (dropping `held` cancels the call upstream)
+                _ = &mut cancelled => return gone(&held),
+                Some(ask) = held.questions.recv() => {
+                    let mut asked = vec![ask];
+                    while let Ok(more) = held.questions.try_recv() {
+                        asked.push(more);
+                    }
+                    for ask in asked {
+                        let key = format!("q{}", held.next_key);
+                        held.next_key += 1;
+                        held.waiting.push((key, ask));
+                    }
+                    let requests: Vec<asks::InputRequest> = held
+                        .waiting
+                        .iter()
+                        .map(|(key, ask)| asks::InputRequest {
+                            key: key.clone(),
+                            method: ask.method.clone(),
+                            params: ask.params.clone(),
+                        })
+                        .collect();
+                    let (upstream, tool) = (held.upstream.clone(), held.tool.clone());
+                    let hold = Hold {
+                        client: holder.clone(),
+                        item: held,
+                        ttl: self.question_timeout,
+                    };
+                    match self.held.send(hold).await {
+                        Ok(Ok(held_id)) => {
+                            let state = self.seal(id, Resume::Held { id: held_id });
+                            return CallOutcome::InputRequired {
+                                upstream,
+                                tool,
+                                requests: asks::input_requests_map(&requests),
+                                state,
+                            };
+                        }
+                        Ok(Err(back)) => {
+                            // too many calls held for this client: its questions are declined
+                            held = back;
+                            for (_, ask) in held.waiting.drain(..) {
+                                let _ = ask.reply.send(Reply::Error(RpcError::new(
+                                    asks::MISSING_CAPABILITY,
+                                    "The proxy's client has too many calls waiting for its answers (MAX_PENDING_QUESTIONS); this question was not asked",
+                                )));
+                            }
+                        }
+                        Err(_) => {
+                            return CallOutcome::Failed(failure(&upstream, &tool, UpstreamError::Unavailable))
+                        }
+                    }
+                }
+            }
         }
-        let pending = PendingCall::start(&self.metrics, upstream, &tool);
-        let answer = addr.send(call).await.unwrap_or(Err(UpstreamError::Unavailable));
-        let outcome = match answer {
-            Ok(result) => CallOutcome::relayed(upstream, &tool, result, repairs),
-            Err(e) => CallOutcome::Failed(UpstreamFailure {
-                upstream: upstream.to_string(),
-                tool,
-                error: e.to_string(),
-                advice: e.advice().to_string(),
-                retryable: e.retryable(),
-                cancelled: matches!(e, UpstreamError::Cancelled(_)),
-            }),
+    }
+
+    /// A 2026-07-28 client's retry of a held call: its answers go to the waiting questions
+    /// (a question it did not answer gets an error), and the call is driven on.
+    async fn resume_held(&self, held_id: &str, responses: Option<Value>, ctx: CallContext, id: &CallId) -> CallOutcome {
+        let Ok(Some(mut held)) = self.held.send(Take::<Held>::new(held_id)).await else {
+            return self.refused_state(
+                &id.name,
+                "the call that asked is no longer held: it expired (ELICITATION_TIMEOUT_SEC), was resumed already, or is held by another instance of the proxy (keep a client on one instance); call the tool again without requestState".into(),
+            );
         };
-        pending.finish(metric_of(&outcome));
+        let responses = match responses {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        for (key, ask) in held.waiting.drain(..) {
+            let reply = match responses.get(&key) {
+                Some(answer) => Reply::Result(answer.clone()),
+                None => Reply::Error(RpcError::new(
+                    jsonrpc::INVALID_PARAMS,
+                    format!("The client's retry carried no answer for this question (inputResponses has no {key:?})"),
+                )),
+            };
+            let _ = ask.reply.send(reply);
+        }
+        self.drive(held, ctx.events, ctx.cancel, ctx.talk.holder, id).await
+    }
+
+    /// A 2026-07-28 upstream's `input_required` round, passed through: the upstream's state
+    /// sealed in the proxy's own.
+    fn sealed(&self, outcome: CallOutcome, id: &CallId) -> CallOutcome {
+        match outcome {
+            CallOutcome::InputRequired {
+                upstream,
+                tool,
+                requests,
+                state,
+            } => {
+                let resume = Resume::Upstream {
+                    upstream: upstream.clone(),
+                    state: (!state.is_empty()).then_some(state),
+                };
+                CallOutcome::InputRequired {
+                    state: self.seal(id, resume),
+                    upstream,
+                    tool,
+                    requests,
+                }
+            }
+            other => other,
+        }
+    }
+
+    fn seal(&self, id: &CallId, resume: Resume) -> String {
+        self.sealer.seal(&Claims {
+            tool: id.name.clone(),
+            digest: id.digest.clone(),
+            resume,
+            expires: request_state::unix_now() + self.question_timeout.as_secs(),
+        })
+    }
+
+    /// A retry that cannot be resumed; counted as a rejected call.
+    fn refused_state(&self, name: &str, message: String) -> CallOutcome {
+        let outcome = CallOutcome::StateRefused {
+            tool: name.to_string(),
+            message,
+        };
+        self.count(&outcome, None);
         outcome
     }
 
@@ -250,8 +592,9 @@ impl App {
             CallOutcome::Relayed { upstream, tool, .. }
             | CallOutcome::Rejected { upstream, tool, .. }
             | CallOutcome::NoRoute { upstream, tool } => (upstream.as_str(), tool.as_str()),
+            CallOutcome::InputRequired { upstream, tool, .. } => (upstream.as_str(), tool.as_str()),
             CallOutcome::Failed(f) => (f.upstream.as_str(), f.tool.as_str()),
-            CallOutcome::UnknownTool { .. } => (NO_UPSTREAM, OTHER),
+            CallOutcome::UnknownTool { .. } | CallOutcome::StateRefused { .. } => (NO_UPSTREAM, OTHER),
         };
         self.metrics.call(upstream, tool, metric_of(outcome), latency);
     }
@@ -318,14 +661,77 @@ impl App {
     }
 }
 
+/// Sends a prepared call to the actor of `upstream` and waits for how it ended (counted). A
+/// 2026-07-28 `input_required` result comes back as [`CallOutcome::InputRequired`] holding the
+/// upstream's own state (`""` for none), which the caller seals.
+async fn relay(
+    metrics: Arc<Metrics>,
+    addr: Addr<UpstreamActor>,
+    upstream: &str,
+    call: CallTool,
+    repairs: Vec<String>,
+) -> CallOutcome {
+    let tool = call.name.clone();
+    let pending = PendingCall::start(&metrics, upstream, &tool);
+    let answer = addr.send(call).await.unwrap_or(Err(UpstreamError::Unavailable));
+    let outcome = match answer {
+        Ok(result) => match asks::input_round(&result) {
+            Some((requests, state)) => CallOutcome::InputRequired {
+                upstream: upstream.to_string(),
+                tool,
+                requests: Value::Object(requests),
+                state: state.unwrap_or_default(),
+            },
+            None => CallOutcome::relayed(upstream, &tool, result, &repairs),
+        },
+        Err(e) => CallOutcome::Failed(failure(upstream, &tool, e)),
+    };
+    pending.finish(metric_of(&outcome));
+    outcome
+}
+
+/// How an upstream error is told to the client.
+fn failure(upstream: &str, tool: &str, e: UpstreamError) -> UpstreamFailure {
+    UpstreamFailure {
+        upstream: upstream.to_string(),
+        tool: tool.to_string(),
+        error: e.to_string(),
+        advice: e.advice().to_string(),
+        retryable: e.retryable(),
+        cancelled: matches!(e, UpstreamError::Cancelled(_)),
+        client_side: matches!(
+            e,
+            UpstreamError::Unanswered { .. } | UpstreamError::InputRequired { .. }
+        ),
+    }
+}
+
+/// A held call whose task ended without an outcome, or whose client went away.
+fn gone(held: &Held) -> CallOutcome {
+    CallOutcome::Failed(failure(
+        &held.upstream,
+        &held.tool,
+        UpstreamError::Cancelled(upstream_http::CancelReason::ClientGone),
+    ))
+}
+
+/// A notification of a held call, to the client's current request (if it takes them).
+fn forward(events: &Option<mpsc::UnboundedSender<Value>>, note: Value) {
+    if let Some(tx) = events {
+        let _ = tx.send(note);
+    }
+}
+
 /// The metric label of how a call ended.
 fn metric_of(outcome: &CallOutcome) -> metrics::CallOutcome {
     match outcome {
         CallOutcome::Relayed { tool_error: true, .. } => metrics::CallOutcome::ToolError,
         CallOutcome::Relayed { .. } => metrics::CallOutcome::Ok,
+        CallOutcome::InputRequired { .. } => metrics::CallOutcome::InputRequired,
         CallOutcome::Failed(f) if f.cancelled => metrics::CallOutcome::Cancelled,
+        CallOutcome::Failed(f) if f.client_side => metrics::CallOutcome::Unanswered,
         CallOutcome::Failed(_) | CallOutcome::NoRoute { .. } => metrics::CallOutcome::UpstreamError,
-        CallOutcome::Rejected { .. } => metrics::CallOutcome::Rejected,
+        CallOutcome::Rejected { .. } | CallOutcome::StateRefused { .. } => metrics::CallOutcome::Rejected,
         CallOutcome::UnknownTool { .. } => metrics::CallOutcome::UnknownTool,
     }
 }

@@ -40,6 +40,16 @@ pub const UPSTREAM_CA_FILE: &str = "UPSTREAM_CA_FILE";
 // HTTPS_PROXY / HTTP_PROXY / NO_PROXY (and their lower-case forms): see
 // `upstream_http::egress`, which owns their names and rules.
 pub const EMBED_MODEL: &str = "EMBED_MODEL";
+/// How long a tool's question (elicitation, sampling, roots) waits for the client's answer.
+pub const ELICITATION_TIMEOUT_SEC: &str = "ELICITATION_TIMEOUT_SEC";
+/// Questions one client may have waiting at once (a 2025-era session's, or a 2026-07-28
+/// client group's held calls).
+pub const MAX_PENDING_QUESTIONS: &str = "MAX_PENDING_QUESTIONS";
+/// The key that seals a 2026-07-28 `requestState` (shared by instances that resume each
+/// other's rounds); a random key per process when unset.
+pub const REQUEST_STATE_SECRET: &str = "REQUEST_STATE_SECRET";
+/// Seconds of silence after which a streamed call sends an SSE keep-alive comment.
+pub const SSE_KEEPALIVE_SEC: &str = "SSE_KEEPALIVE_SEC";
 
 pub const DEFAULT_PORT: u16 = 8092;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -51,6 +61,12 @@ pub const DEFAULT_LISTING_MAX_CHARS: usize = 6000;
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+pub const DEFAULT_ELICITATION_TIMEOUT: Duration = proxy_actors::upstream::ask::DEFAULT_QUESTION_TIMEOUT;
+pub const DEFAULT_MAX_PENDING_QUESTIONS: usize = 16;
+/// Under the common 30-60 s idle timeouts of reverse proxies and load balancers.
+pub const DEFAULT_SSE_KEEPALIVE: Duration = Duration::from_secs(15);
+/// A `REQUEST_STATE_SECRET` shorter than this is refused (a guessable key seals nothing).
+pub const MIN_STATE_SECRET_CHARS: usize = 32;
 /// Client tokens shorter than this are refused (a guessable token is no protection).
 pub const MIN_CLIENT_TOKEN_CHARS: usize = 16;
 
@@ -137,6 +153,41 @@ pub struct Config {
     /// lexical-only, said once with a WARN (see `proxy_actors::embedding`). The binary fills
     /// it with [`installed_model`] when the variable is not set at all.
     pub embed_model: Option<PathBuf>,
+    /// Tools that ask their caller something (see [`Asking`]).
+    pub asking: Asking,
+    /// `SSE_KEEPALIVE_SEC`: a streamed call sends an SSE comment after this much silence.
+    pub sse_keepalive: Duration,
+}
+
+/// How the questions tools ask their caller are handled.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Asking {
+    /// `ELICITATION_TIMEOUT_SEC`: how long a question waits for the client's answer.
+    pub timeout: Duration,
+    /// `MAX_PENDING_QUESTIONS`: questions one client may have waiting at once.
+    pub max_pending: usize,
+    /// `REQUEST_STATE_SECRET`; never logged.
+    pub state_secret: Option<String>,
+}
+
+impl Default for Asking {
+    fn default() -> Self {
+        Asking {
+            timeout: DEFAULT_ELICITATION_TIMEOUT,
+            max_pending: DEFAULT_MAX_PENDING_QUESTIONS,
+            state_secret: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Asking {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Asking")
+            .field("timeout", &self.timeout)
+            .field("max_pending", &self.max_pending)
+            .field("state_secret", &self.state_secret.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 /// Where `scripts/fetch-model.sh` installs the model, relative to a checkout or an install.
@@ -216,6 +267,8 @@ impl Config {
             upstream_ca: None,
             egress: Default::default(),
             embed_model: None,
+            asking: Asking::default(),
+            sse_keepalive: DEFAULT_SSE_KEEPALIVE,
         }
     }
 
@@ -268,7 +321,25 @@ impl Config {
         let upstream_ca = get(UPSTREAM_CA_FILE).map(|path| upstream_ca(&path)).transpose()?;
         // `Egress` owns the names and applies the lower-case-wins rule (empty = unset, as here).
         let egress = upstream_http::egress::Egress::from_lookup(&|k| get(k)).map_err(|e| err(e.var, e.message))?;
+        let state_secret = get(REQUEST_STATE_SECRET);
+        if state_secret
+            .as_ref()
+            .is_some_and(|s| s.chars().count() < MIN_STATE_SECRET_CHARS)
+        {
+            return Err(err(
+                REQUEST_STATE_SECRET,
+                format!("must be at least {MIN_STATE_SECRET_CHARS} characters (a guessable key seals nothing)"),
+            ));
+        }
+        let asking = Asking {
+            timeout: positive_seconds(&get, ELICITATION_TIMEOUT_SEC, DEFAULT_ELICITATION_TIMEOUT)?,
+            max_pending: positive_count(&get, MAX_PENDING_QUESTIONS, DEFAULT_MAX_PENDING_QUESTIONS)?,
+            state_secret,
+        };
+        let sse_keepalive = positive_seconds(&get, SSE_KEEPALIVE_SEC, DEFAULT_SSE_KEEPALIVE)?;
         Ok(Config {
+            sse_keepalive,
+            asking,
             upstream_ca,
             egress,
             policy,
@@ -909,6 +980,33 @@ mod tests {
         bad(MAX_CONNECTIONS, "many");
         bad(REFRESH_MIN_INTERVAL_SEC, "-1");
         bad(ALLOW_UNAUTHENTICATED, "perhaps");
+    }
+
+    #[test]
+    fn question_settings_have_defaults_bounds_and_a_secret_that_is_never_shown() {
+        let c = cfg(&[(UPSTREAMS, "http://a/mcp")]).unwrap();
+        assert_eq!(c.asking, Asking::default());
+        assert_eq!(c.asking.timeout, Duration::from_secs(300));
+        let secret = "s3cret-s3cret-s3cret-s3cret-s3cret";
+        let c = cfg(&[
+            (UPSTREAMS, "http://a/mcp"),
+            (ELICITATION_TIMEOUT_SEC, "30"),
+            (MAX_PENDING_QUESTIONS, "4"),
+            (REQUEST_STATE_SECRET, secret),
+        ])
+        .unwrap();
+        assert_eq!(c.asking.timeout, Duration::from_secs(30));
+        assert_eq!(c.asking.max_pending, 4);
+        assert_eq!(c.asking.state_secret.as_deref(), Some(secret));
+        assert!(!format!("{c:?}").contains(secret), "the secret is never shown");
+        assert_eq!(c.sse_keepalive, DEFAULT_SSE_KEEPALIVE);
+        let c = cfg(&[(UPSTREAMS, "http://a/mcp"), (SSE_KEEPALIVE_SEC, "5")]).unwrap();
+        assert_eq!(c.sse_keepalive, Duration::from_secs(5));
+        let bad = |var: &str, v: &str| assert_eq!(cfg(&[(UPSTREAMS, "http://a/mcp"), (var, v)]).unwrap_err().var, var);
+        bad(ELICITATION_TIMEOUT_SEC, "0");
+        bad(MAX_PENDING_QUESTIONS, "0");
+        bad(REQUEST_STATE_SECRET, "short");
+        bad(SSE_KEEPALIVE_SEC, "0");
     }
 
     #[test]

@@ -117,6 +117,7 @@ impl Proxy {
             map,
             self.metrics.clone(),
             self.semantic.clone(),
+            &settings.asking,
         );
         web::Data::new(AppState::new(app, settings))
     }
@@ -185,6 +186,8 @@ pub fn http_settings(cfg: &Config) -> HttpSettings {
         auth: http::auth::Authenticator::new(&cfg.client_tokens),
         body_timeout: cfg.body_timeout,
         metrics_public: cfg.metrics_public,
+        asking: cfg.asking.clone(),
+        sse_keepalive: cfg.sse_keepalive,
     }
 }
 

@@ -4,279 +4,13 @@
 //! the wire (status line, framing, when the connection closes) is the test's choice.
 
 mod common;
+mod fake_upstream;
 
-use std::cell::{Cell, RefCell};
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use actix_web::rt::net::{TcpListener, TcpStream};
 use common::*;
+use fake_upstream::*;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-// ---------------------------------------------------------------------------------------------
-// A scriptable raw HTTP/1.1 upstream
-// ---------------------------------------------------------------------------------------------
-
-/// One request as the fake upstream received it.
-#[derive(Debug, Clone)]
-struct Seen {
-    /// HTTP method.
-    verb: String,
-    headers: Vec<(String, String)>,
-    /// JSON-RPC body (`Null` when none or not JSON).
-    body: Value,
-}
-
-impl Seen {
-    /// The JSON-RPC method, or `GET`/`DELETE` for body-less requests.
-    fn rpc(&self) -> String {
-        match self.body.get("method").and_then(Value::as_str) {
-            Some(m) => m.to_string(),
-            None => self.verb.clone(),
-        }
-    }
-
-    fn id(&self) -> Value {
-        self.body.get("id").cloned().unwrap_or(Value::Null)
-    }
-
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// What the fake does with the connection after it read a request.
-enum Part {
-    Send(Vec<u8>),
-    Sleep(Duration),
-    /// Never answer; keep the connection open.
-    Hang,
-    /// Close the connection (the end of a close-delimited body).
-    Close,
-    /// Read until the proxy closes the connection, then count it in `closed_by_proxy`.
-    AwaitProxyClose,
-}
-
-type Handler = dyn Fn(&Seen, usize) -> Vec<Part>;
-
-struct Fake {
-    url: String,
-    port: u16,
-    seen: Rc<RefCell<Vec<Seen>>>,
-    closed_by_proxy: Rc<Cell<usize>>,
-}
-
-impl Fake {
-    /// How many requests of this JSON-RPC method (or HTTP verb) arrived.
-    fn count(&self, rpc: &str) -> usize {
-        self.seen.borrow().iter().filter(|s| s.rpc() == rpc).count()
-    }
-
-    fn total(&self) -> usize {
-        self.seen.borrow().len()
-    }
-}
-
-/// Starts a fake upstream; `handler` gets each request and how many earlier requests had the
-/// same JSON-RPC method, and returns what to do.
-async fn fake(handler: impl Fn(&Seen, usize) -> Vec<Part> + 'static) -> Fake {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let seen = Rc::new(RefCell::new(Vec::new()));
-    let closed_by_proxy = Rc::new(Cell::new(0));
-    let handler: Rc<Handler> = Rc::new(handler);
-    {
-        let seen = seen.clone();
-        let closed = closed_by_proxy.clone();
-        actix_web::rt::spawn(async move {
-            while let Ok((sock, _)) = listener.accept().await {
-                actix_web::rt::spawn(serve(sock, handler.clone(), seen.clone(), closed.clone()));
-            }
-        });
-    }
-    Fake {
-        url: format!("http://127.0.0.1:{port}/mcp"),
-        port,
-        seen,
-        closed_by_proxy,
-    }
-}
-
-async fn serve(mut sock: TcpStream, handler: Rc<Handler>, seen: Rc<RefCell<Vec<Seen>>>, closed: Rc<Cell<usize>>) {
-    let mut buf = Vec::new();
-    loop {
-        // Head.
-        let head_end = loop {
-            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i + 4;
-            }
-            let mut chunk = [0u8; 8192];
-            match sock.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
-        };
-        let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-        buf.drain(..head_end);
-        let mut lines = head.split("\r\n");
-        let mut first = lines.next().unwrap_or("").split(' ');
-        let verb = first.next().unwrap_or("").to_string();
-        let headers: Vec<(String, String)> = lines
-            .filter_map(|l| l.split_once(':'))
-            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-            .collect();
-        let len: usize = headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-            .and_then(|(_, v)| v.parse().ok())
-            .unwrap_or(0);
-        while buf.len() < len {
-            let mut chunk = [0u8; 8192];
-            match sock.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
-        }
-        let body: Value = serde_json::from_slice(&buf[..len]).unwrap_or(Value::Null);
-        buf.drain(..len);
-        let req = Seen { verb, headers, body };
-        let nth = seen.borrow().iter().filter(|s| s.rpc() == req.rpc()).count();
-        seen.borrow_mut().push(req.clone());
-        for part in handler(&req, nth) {
-            match part {
-                Part::Send(bytes) => {
-                    if sock.write_all(&bytes).await.is_err() {
-                        return;
-                    }
-                }
-                Part::Sleep(d) => actix_web::rt::time::sleep(d).await,
-                Part::Hang => {
-                    actix_web::rt::time::sleep(Duration::from_secs(3600)).await;
-                    return;
-                }
-                Part::Close => {
-                    let _ = sock.shutdown().await;
-                    return;
-                }
-                Part::AwaitProxyClose => {
-                    let mut chunk = [0u8; 1024];
-                    loop {
-                        match sock.read(&mut chunk).await {
-                            Ok(0) | Err(_) => break,
-                            Ok(_) => {}
-                        }
-                    }
-                    closed.set(closed.get() + 1);
-                    return;
-                }
-            }
-        }
-    }
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        202 => "Accepted",
-        302 => "Found",
-        307 => "Temporary Redirect",
-        308 => "Permanent Redirect",
-        405 => "Method Not Allowed",
-        _ => "Whatever",
-    }
-}
-
-/// A complete response with a `Content-Length`.
-fn http(status: u16, content_type: &str, extra: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
-    let mut out = format!(
-        "HTTP/1.1 {status} {}\r\nContent-Length: {}\r\n",
-        reason(status),
-        body.len()
-    );
-    if !content_type.is_empty() {
-        out.push_str(&format!("Content-Type: {content_type}\r\n"));
-    }
-    for (k, v) in extra {
-        out.push_str(&format!("{k}: {v}\r\n"));
-    }
-    out.push_str("\r\n");
-    let mut out = out.into_bytes();
-    out.extend_from_slice(body);
-    out
-}
-
-fn json_reply(v: &Value) -> Vec<Part> {
-    vec![Part::Send(http(200, "application/json", &[], v.to_string().as_bytes()))]
-}
-
-fn result_of(req: &Seen, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": req.id(), "result": result})
-}
-
-fn redirect(status: u16, location: &str) -> Vec<Part> {
-    vec![Part::Send(http(status, "", &[("Location", location)], b""))]
-}
-
-/// SSE event carrying one JSON-RPC message.
-fn event(v: &Value) -> String {
-    format!("event: message\ndata: {v}\n\n")
-}
-
-/// One chunk of a chunked body.
-fn chunk(data: &[u8]) -> Vec<u8> {
-    let mut out = format!("{:x}\r\n", data.len()).into_bytes();
-    out.extend_from_slice(data);
-    out.extend_from_slice(b"\r\n");
-    out
-}
-
-fn sse_head_chunked() -> Vec<u8> {
-    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec()
-}
-
-fn init_result(list_changed: bool) -> Value {
-    json!({
-        "protocolVersion": "2025-06-18",
-        "capabilities": {"tools": {"listChanged": list_changed}},
-        "serverInfo": {"name": "hostile", "version": "0"},
-    })
-}
-
-/// A well-behaved stateless legacy upstream with these tools (answers `tools/call` with
-/// `called <name>`).
-fn legacy(req: &Seen, tools: &[Value]) -> Vec<Part> {
-    match req.rpc().as_str() {
-        "server/discover" => json_reply(
-            &json!({"jsonrpc": "2.0", "id": req.id(), "error": {"code": -32601, "message": "Method not found"}}),
-        ),
-        "initialize" => json_reply(&result_of(req, init_result(false))),
-        "tools/list" => json_reply(&result_of(req, json!({"tools": tools}))),
-        "tools/call" => {
-            let name = req.body["params"]["name"].as_str().unwrap_or("").to_string();
-            json_reply(&result_of(
-                req,
-                json!({"content": [{"type": "text", "text": format!("called {name}")}]}),
-            ))
-        }
-        "GET" | "DELETE" => vec![Part::Send(http(405, "", &[], b""))],
-        // Notifications.
-        _ => vec![Part::Send(http(202, "", &[], b""))],
-    }
-}
-
-fn t(name: &str) -> Value {
-    json!({"name": name, "description": format!("Tool {name}."), "inputSchema": {"type": "object"}})
-}
-
-fn cfg(label: &str, url: &str, timeout: Duration) -> mcp_search_proxy::config::UpstreamConfig {
-    let mut c = upstream_config(label, url);
-    c.timeout = timeout;
-    c
-}
 
 // ---------------------------------------------------------------------------------------------
 // 4: a hung handshake never wedges the upstream
@@ -644,9 +378,10 @@ async fn scrape_metrics(base: &str) -> String {
 
 /// A 2025-era upstream whose tool sends `elicitation/create`, `roots/list` and `ping` on the
 /// call's stream (as SDK servers do for `ctx.elicit`) and answers the call 1.5 s later. The
-/// proxy does not relay such requests to its clients: it must answer each at once (-32601,
-/// `ping` with `{}`) instead of leaving the tool waiting until a timeout, and must not pass them
-/// to the client as if they were notifications.
+/// client here cannot be asked (no session that declared a capability): the proxy must answer
+/// each request at once (-32021 naming the missing capability, `ping` with `{}`) instead of
+/// leaving the tool waiting until a timeout, and must not pass them to the client as if they
+/// were notifications.
 #[actix_web::test]
 async fn requests_an_upstream_sends_during_a_call_are_answered_at_once() {
     let tools = vec![t("a-ask")];
@@ -694,10 +429,14 @@ async fn requests_an_upstream_sends_during_a_call_are_answered_at_once() {
             .cloned()
             .unwrap_or_else(|| panic!("no answer to {id}: {answers:?}"))
     };
-    for id in ["q-1", "q-2"] {
+    for (id, needed) in [
+        ("q-1", json!({"elicitation": {"form": {}}})),
+        ("q-2", json!({"roots": {}})),
+    ] {
         let a = answer(json!(id));
         assert_eq!(a["jsonrpc"], "2.0");
-        assert_eq!(a["error"]["code"], -32601, "{a}");
+        assert_eq!(a["error"]["code"], -32021, "{a}");
+        assert_eq!(a["error"]["data"]["requiredCapabilities"], needed, "{a}");
     }
     assert_eq!(answer(json!(7))["result"], json!({}));
     assert_eq!(answers.len(), 3, "{answers:?}");
@@ -716,10 +455,11 @@ async fn requests_an_upstream_sends_during_a_call_are_answered_at_once() {
 }
 
 /// A tool whose upstream answers `input_required` (the 2026-07-28 era's way to ask; the check
-/// does not depend on the era the fake speaks): the client gets a clear upstream-side error
-/// naming what was asked, not a result relabelled `complete` that its SDK cannot read.
+/// does not depend on the era the fake speaks) to a client that cannot be asked (no session,
+/// no capability): the client gets a clear client-side error naming what was asked, not a
+/// result relabelled `complete` that its SDK cannot read.
 #[actix_web::test]
-async fn an_input_required_result_is_a_clear_error_until_it_can_be_relayed() {
+async fn an_input_required_result_is_a_clear_error_for_a_client_that_cannot_be_asked() {
     let tools = vec![t("i-ask")];
     let a = fake(move |req, _| match req.rpc().as_str() {
         "tools/call" => json_reply(&result_of(
@@ -741,7 +481,7 @@ async fn an_input_required_result_is_a_clear_error_until_it_can_be_relayed() {
     assert_eq!(r["isError"], true, "{r}");
     assert!(r.get("resultType").is_none() || r["resultType"] == "complete", "{r}");
     let e = &r["structuredContent"]["error"];
-    assert_eq!(e["side"], "upstream", "{r}");
+    assert_eq!(e["side"], "client", "{r}");
     assert_eq!(e["retryable"], false, "{r}");
     let message = error_message(&r);
     assert!(

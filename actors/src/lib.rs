@@ -12,6 +12,8 @@
 //!   - `upstream/session.rs`: the session as pure state (one `Session` type: unready with an
 //!     era hint, ready legacy with its session id and version, ready modern) and its
 //!     transitions; the era and session state machine is drawn there.
+//!   - [`upstream::ask`]: what a call may ask its client (elicitation, sampling, roots) and how
+//!     the answer comes back.
 //!   - [`upstream::cancel`]: abandoning a call with a reason.
 //!   - The HTTP client the connection talks through (transport, TLS, egress proxies,
 //!     `UpstreamError`, the pure reply classifiers) is the `upstream-http` crate.
@@ -29,7 +31,10 @@
 //!   on a `SyncArbiter` thread, with an LRU cache); its pure core, `embedding/plan.rs`.
 //!
 //! - [`sessions`]: `ClientSessions`, the 2025-era client sessions the proxy mints: ended ids
-//!   (published on a `watch` channel) and the cancel handles of calls in flight.
+//!   (published on a `watch` channel), the cancel handles of calls in flight, and the
+//!   questions waiting for the client's response.
+//! - [`held`]: `HeldCalls`, calls held open for a 2026-07-28 client between the
+//!   `input_required` result that asked it something and its retry with the answers.
 //! - [`retrieval`]: `RetrievalTracker`, retrieval telemetry: each client's last search, and
 //!   where its next call ranked in it.
 //!
@@ -48,6 +53,7 @@
 
 pub mod catalog;
 pub mod embedding;
+pub mod held;
 pub mod retrieval;
 pub mod sessions;
 pub mod upstream;

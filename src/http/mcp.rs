@@ -16,11 +16,18 @@
 //! 4. the method (modern: 404/-32601 for removed or unknown methods).
 //!
 //! The proxy's own tools are stateless. A 2025-era `initialize` still mints an
-//! `Mcp-Session-Id` so the client can end it (`DELETE`) and cancel its own calls
-//! (`notifications/cancelled`), but no request ever needs one (see `sessions`); the modern era
-//! ignores it. `GET` (no standalone stream) answers 405. A `tools/call` that carries a
-//! `progressToken` from a client that accepts SSE is answered as an SSE stream that relays
-//! the upstream's `notifications/progress` as they arrive ([`stream`]).
+//! `Mcp-Session-Id` so the client can end it (`DELETE`), cancel its own calls
+//! (`notifications/cancelled`) and be asked what tools ask (the capabilities it declared ride
+//! in the id), but no request ever needs one (see `sessions`); the modern era ignores it.
+//! `GET` (no standalone stream) answers 405. A `tools/call` from a client that accepts SSE is
+//! answered as an SSE stream ([`stream`]) when it carries a `progressToken` or a `logLevel`
+//! opt-in (the upstream's notifications are relayed as they arrive), or when it comes on a
+//! 2025-era session that can be asked something: the questions a tool asks (elicitation,
+//! sampling, roots) are then sent on that stream under proxy-owned ids, and the client's
+//! response, POSTed on its session, is routed back to the waiting call (`sessions::Answered`).
+//! A 2026-07-28 client is asked in `input_required` rounds instead (see `crate::app`): its
+//! `_meta` capabilities and log level, and a retry's `inputResponses`/`requestState`, are read
+//! here and handed to the application.
 //!
 //! Every upstream call has a cancel handle held by its request: the handle is dropped when the
 //! request is (its client went away, or cancelled it), which cancels the call upstream; at
@@ -34,20 +41,21 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use mcp_wire::asks::Askable;
 use mcp_wire::jsonrpc::{self, Incoming, Request, RequestId, RpcError};
 use mcp_wire::raw::RawObject;
 use mcp_wire::trace::CallTrace;
 use mcp_wire::{modern, version, Era};
 use proxy_actors::retrieval::ClientKey;
 use proxy_actors::sessions;
-use proxy_actors::upstream::{cancel_pair, CancelHandle};
+use proxy_actors::upstream::{cancel_pair, Ask, CancelHandle, Reply};
 use proxy_core::tools::{ToolOutcome, ToolRequest, ToolResult};
 use upstream_http::CancelReason;
 
 use super::checks;
 use super::error::HttpError;
 use super::{stream, AppState};
-use crate::app::CallContext;
+use crate::app::{Asking, CallContext, Retry, Talk};
 
 /// How long clients may cache our `tools/list` (the four schemas never change) and
 /// `server/discover` (its instructions follow the catalog).
@@ -126,11 +134,17 @@ pub async fn post(
     checks::content_type(&req)?;
     let msg =
         Incoming::parse(&body).map_err(|bad| HttpError::rpc(StatusCode::BAD_REQUEST, bad.error).with_id(bad.id))?;
-    let (era, session) = match &msg {
-        // A client's response (to a request this server never sends) needs no answer.
-        Incoming::Response { .. } => return Ok(HttpResponse::Accepted().finish()),
-        Incoming::Request(r) => admit(&req, &state, Some(&r.id), &r.method, r.params.as_ref())?,
-        Incoming::Notification { method, params } => admit(&req, &state, None, method, params.as_ref())?,
+    let (era, session) = match msg {
+        // A client's response to a question the proxy relayed: routed to the call waiting for it.
+        Incoming::Response { id, result, error } => {
+            answered(&req, &state, id, result, error).await;
+            return Ok(HttpResponse::Accepted().finish());
+        }
+        ref msg => match msg {
+            Incoming::Request(r) => admit(&req, &state, Some(&r.id), &r.method, r.params.as_ref())?,
+            Incoming::Notification { method, params } => admit(&req, &state, None, method, params.as_ref())?,
+            Incoming::Response { .. } => unreachable!("answered above"),
+        },
     };
     let request = match msg {
         Incoming::Request(r) => r,
@@ -141,14 +155,18 @@ pub async fn post(
         Incoming::Response { .. } => return Ok(HttpResponse::Accepted().finish()),
     };
     let call = Call::of(&req, &request, era, session, client);
-    if call.trace.is_some() && call.progress && accepts.sse {
+    if call.trace.is_some() && accepts.sse && (call.progress || call.asked_on_stream()) {
         return Ok(stream_call(state, request, call));
     }
-    let initialize = era == Era::Legacy && request.method == "initialize";
+    // What a 2025-era client can be asked rides in the session id it is given.
+    let initialize = (era == Era::Legacy && request.method == "initialize").then(|| {
+        let caps = request.params.as_ref().and_then(|p| p.get("capabilities"));
+        Askable::from_capabilities(caps)
+    });
     let text = answer(&state, &request, call).await?;
     let mut resp = stream::reply(accepts, text);
-    if initialize {
-        if let Some(v) = sessions::mint_id().and_then(|id| header::HeaderValue::from_str(&id).ok()) {
+    if let Some(askable) = initialize {
+        if let Some(v) = sessions::mint_id(askable).and_then(|id| header::HeaderValue::from_str(&id).ok()) {
             resp.headers_mut()
                 .insert(header::HeaderName::from_static("mcp-session-id"), v);
         }
@@ -208,7 +226,8 @@ fn notified(state: &AppState, session: Option<&str>, method: &str, params: Optio
     }
 }
 
-/// What the endpoint knows of a request besides its body: era, session, caller, trace.
+/// What the endpoint knows of a request besides its body: era, session, caller, trace, and
+/// what the client can be asked.
 struct Call {
     era: Era,
     session: Option<String>,
@@ -216,24 +235,48 @@ struct Call {
     client: Option<String>,
     /// A `tools/call`'s trace: the client's continued, or a new one.
     trace: Option<CallTrace>,
-    /// A `tools/call` that asked for progress (`_meta.progressToken`).
+    /// A `tools/call` that asked for notifications: progress (`_meta.progressToken`), or log
+    /// lines (a 2026-07-28 `_meta` `logLevel`).
     progress: bool,
+    /// What the client can be asked: the capabilities its 2025-era session id carries, or its
+    /// 2026-07-28 `_meta` `clientCapabilities`.
+    askable: Askable,
+    /// A 2026-07-28 `_meta` `logLevel`.
+    log_level: Option<String>,
 }
 
 impl Call {
     fn of(req: &HttpRequest, request: &Request, era: Era, session: Option<String>, client: Option<String>) -> Call {
         let meta = request.params.as_ref().and_then(|p| p.get("_meta"));
         let is_call = request.method == "tools/call";
+        let (askable, log_level) = match era {
+            Era::Legacy => (session.as_deref().map_or(Askable::NONE, Askable::of_session_id), None),
+            Era::Modern => (
+                Askable::from_capabilities(meta.and_then(|m| m.get(modern::META_CLIENT_CAPABILITIES))),
+                meta.and_then(|m| m.get(modern::META_LOG_LEVEL))
+                    .and_then(Value::as_str)
+                    .filter(|l| l.len() <= 16)
+                    .map(str::to_string),
+            ),
+        };
         Call {
             era,
             trace: is_call.then(|| call_trace(meta, header_str(req, "traceparent"), header_str(req, "tracestate"))),
-            progress: is_call && meta.and_then(|m| m.get("progressToken")).is_some(),
+            progress: is_call && (meta.and_then(|m| m.get("progressToken")).is_some() || log_level.is_some()),
             session,
             client,
+            askable,
+            log_level,
         }
     }
 
-    /// The application's context of this call: no notification sink (see [`stream_call`]).
+    /// A 2025-era call whose questions go on its stream.
+    fn asked_on_stream(&self) -> bool {
+        self.era == Era::Legacy && self.session.is_some() && !self.askable.is_empty()
+    }
+
+    /// The application's context of this call: no notification sink (see [`stream_call`]);
+    /// a 2026-07-28 client is asked in rounds, a 2025-era one only on a stream (set there).
     fn context(&self, cancel: proxy_actors::upstream::CancelToken) -> CallContext {
         CallContext {
             meta: None,
@@ -241,7 +284,56 @@ impl Call {
             cancel: Some(cancel),
             trace: self.trace.clone(),
             client: Some(ClientKey::of(self.session.as_deref(), self.client.as_deref())),
+            talk: Talk {
+                askable: self.askable,
+                asking: match self.era {
+                    Era::Modern => Asking::Rounds,
+                    Era::Legacy => Asking::Never,
+                },
+                log_level: self.log_level.clone(),
+                retry: None,
+                // only a 2026-07-28 call may be held
+                holder: match self.era {
+                    Era::Modern => self.client.clone().unwrap_or_default(),
+                    Era::Legacy => String::new(),
+                },
+            },
         }
+    }
+}
+
+/// A client's response to a question relayed on one of its session's streams: handed to the
+/// call waiting for it (nothing happens for an unknown id, or without a session).
+async fn answered(
+    req: &HttpRequest,
+    state: &AppState,
+    id: Option<RequestId>,
+    result: Option<Value>,
+    error: Option<RpcError>,
+) {
+    let (Some(session), Some(RequestId::Str(id))) = (header_str(req, "mcp-session-id"), id) else {
+        log::debug!("client response without a session or a proxy-owned id: ignored");
+        return;
+    };
+    let response = match (result, error) {
+        (Some(result), _) => Ok(result),
+        (None, Some(error)) => Err(error),
+        (None, None) => Err(RpcError::new(
+            jsonrpc::INVALID_REQUEST,
+            "The client's response had neither result nor error",
+        )),
+    };
+    let delivered = state
+        .sessions
+        .send(sessions::Answered {
+            session: session.to_string(),
+            id,
+            response,
+        })
+        .await
+        .unwrap_or(false);
+    if !delivered {
+        log::debug!("client response to a question no call waits for: ignored");
     }
 }
 
@@ -416,10 +508,18 @@ async fn dispatch(state: &AppState, req: &Request, era: Era, call: CallContext) 
             let app = &state.app;
             let outcome = match ToolRequest::parse(name, arguments, |n| app.is_pinned(n)) {
                 Some(Ok(request)) => {
-                    let call = CallContext {
+                    let mut call = CallContext {
                         meta: params.get("_meta").cloned(),
                         ..call
                     };
+                    // a 2026-07-28 client's retry with the answers to the tool's questions
+                    let (responses, request_state) = (params.get("inputResponses"), params.get("requestState"));
+                    if era == Era::Modern && (responses.is_some() || request_state.is_some()) {
+                        call.talk.retry = Some(Retry {
+                            responses: responses.cloned(),
+                            state: request_state.and_then(Value::as_str).map(str::to_string),
+                        });
+                    }
                     app.run(request, call).await
                 }
                 Some(Err(usage)) => app.refuse(usage),
@@ -444,10 +544,11 @@ async fn dispatch(state: &AppState, req: &Request, era: Era, call: CallContext) 
     }
 }
 
-/// Stamps a modern result: `resultType` and the server's identity in `_meta`.
+/// Stamps a modern result: `resultType` (`complete` unless it says otherwise: an
+/// `input_required` round) and the server's identity in `_meta`.
 fn modern_result(mut result: Value) -> Value {
     if let Some(obj) = result.as_object_mut() {
-        obj.insert("resultType".into(), json!("complete"));
+        obj.entry("resultType").or_insert_with(|| json!("complete"));
         let meta = obj.entry("_meta").or_insert_with(|| json!({}));
         if let Some(m) = meta.as_object_mut() {
             m.insert(modern::META_SERVER_INFO.into(), server_info());
@@ -465,18 +566,39 @@ fn modern_stamp_raw(result: &mut RawObject) {
 }
 
 /// Answers a `tools/call` as an SSE stream (see [`stream::notifications_then`]). Dropping the
-/// stream (the client left) drops the call's cancel handle, which cancels it upstream.
+/// stream (the client left) drops the call's cancel handle, which cancels it upstream. On a
+/// 2025-era session that can be asked, the tool's questions go on the stream too
+/// ([`relay_questions`]).
 fn stream_call(state: web::Data<AppState>, request: Request, call: Call) -> HttpResponse {
     let (tx, rx) = mpsc::unbounded_channel::<Value>();
+    let keepalive = state.settings.sse_keepalive;
     log::debug!(id = request.id.to_string().as_str(); "tools/call answered as a stream");
     let reply = Box::pin(async move {
         let started = std::time::Instant::now();
         let (cancel, token) = cancel_pair();
-        let context = CallContext {
-            events: Some(tx),
+        let mut context = CallContext {
+            events: Some(tx.clone()),
             ..call.context(token)
         };
-        let outcome = until_cut(&state, &cancel, dispatch(&state, &request, call.era, context)).await;
+        let questions = match (&call.session, call.asked_on_stream()) {
+            (Some(session), true) => {
+                let (asker, questions) = mpsc::channel(proxy_actors::upstream::ask::MAX_QUESTIONS);
+                context.talk.asking = Asking::Stream(asker);
+                // a 2025-era client gets the log lines a 2025 upstream sends unasked; a
+                // 2026-07-28 upstream is asked for them at every level, the same
+                context.talk.log_level = Some(LEGACY_LOG_LEVEL.into());
+                Some((session.clone(), questions))
+            }
+            _ => None,
+        };
+        let work = until_cut(&state, &cancel, dispatch(&state, &request, call.era, context));
+        let outcome = match questions {
+            Some((session, questions)) => alongside(work, relay_questions(&state, session, questions, tx)).await,
+            None => {
+                drop(tx);
+                work.await
+            }
+        };
         log_request(&state, &request, &outcome, started.elapsed(), &call);
         match outcome {
             Ok(answer) => result_text(&request.id, answer),
@@ -484,8 +606,118 @@ fn stream_call(state: web::Data<AppState>, request: Request, call: Call) -> Http
             Err(Failure::Http(e)) => jsonrpc::error_response(Some(&request.id), e.rpc_error()).to_string(),
         }
     });
-    stream::notifications_then(reply, rx)
+    stream::notifications_then(reply, rx, keepalive)
 }
+
+/// Runs `work` to its end while `side` serves it; `side` is dropped when `work` ends.
+async fn alongside<T>(work: impl std::future::Future<Output = T>, side: impl std::future::Future<Output = ()>) -> T {
+    tokio::pin!(work);
+    tokio::select! {
+        out = &mut work => out,
+        () = side => work.await,
+    }
+}
+
+/// Relays a 2025-era call's questions to its client, each on the call's stream under a
+/// proxy-owned id, and hands each response (or why there is none) back to the call.
+async fn relay_questions(
+    state: &AppState,
+    session: String,
+    mut questions: mpsc::Receiver<Ask>,
+    stream: mpsc::UnboundedSender<Value>,
+) {
+    let mut asking = futures_util::stream::FuturesUnordered::new();
+    loop {
+        tokio::select! {
+            ask = questions.recv() => match ask {
+                Some(ask) => asking.push(pose(state, &session, ask, &stream)),
+                None => break,
+            },
+            Some(()) = futures_util::StreamExt::next(&mut asking), if !asking.is_empty() => {}
+        }
+    }
+    while futures_util::StreamExt::next(&mut asking).await.is_some() {}
+}
+
+/// One question on a client's stream: registered with its session (bounded per session), sent,
+/// and waited for until the client responds, `ELICITATION_TIMEOUT_SEC` passes (the client is
+/// then told the request is cancelled), the session ends, or the call stops waiting.
+async fn pose(state: &AppState, session: &str, ask: Ask, stream: &mpsc::UnboundedSender<Value>) {
+    let Ask {
+        method,
+        params,
+        mut reply,
+    } = ask;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let limit = state.settings.asking.max_pending;
+    let posed = state.sessions.send(sessions::Pose {
+        session: session.to_string(),
+        reply: tx,
+        limit,
+    });
+    let Ok(Some(id)) = posed.await else {
+        let _ = reply.send(Reply::Error(RpcError::new(
+            mcp_wire::asks::MISSING_CAPABILITY,
+            format!("The proxy's client has {limit} questions waiting already (MAX_PENDING_QUESTIONS); this {method} was not asked"),
+        )));
+        return;
+    };
+    // the question is withdrawn however this ends (answered, timed out, or dropped with its call)
+    let _withdraw = Withdraw {
+        sessions: state.sessions.clone(),
+        session: session.to_string(),
+        id: id.clone(),
+    };
+    let mut question = serde_json::Map::new();
+    question.insert("jsonrpc".into(), json!("2.0"));
+    question.insert("id".into(), json!(id));
+    question.insert("method".into(), json!(method));
+    if let Some(p) = params {
+        question.insert("params".into(), p);
+    }
+    if stream.send(Value::Object(question)).is_err() {
+        let _ = reply.send(Reply::Gone);
+        return;
+    }
+    let timeout = state.app.question_timeout();
+    let answer = tokio::select! {
+        r = tokio::time::timeout(timeout, rx) => match r {
+            Ok(Ok(Ok(result))) => Reply::Result(result),
+            Ok(Ok(Err(error))) => Reply::Error(error),
+            Ok(Err(_)) => Reply::Gone,
+            Err(_) => {
+                let note = jsonrpc::notification(
+                    "notifications/cancelled",
+                    Some(json!({"requestId": id, "reason": format!("no answer within {} s (ELICITATION_TIMEOUT_SEC)", timeout.as_secs())})),
+                );
+                let _ = stream.send(note);
+                Reply::TimedOut
+            }
+        },
+        () = reply.closed() => return,
+    };
+    let _ = reply.send(answer);
+}
+
+/// Withdraws a question from its session's table when dropped.
+struct Withdraw {
+    sessions: actix::Addr<sessions::ClientSessions>,
+    session: String,
+    id: String,
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        self.sessions.do_send(sessions::Withdraw {
+            session: std::mem::take(&mut self.session),
+            id: std::mem::take(&mut self.id),
+        });
+    }
+}
+
+/// The log level a 2026-07-28 upstream is asked for on a 2025-era client's streamed call:
+/// everything, as a 2025 server sends before any `logging/setLevel`.
+const LEGACY_LOG_LEVEL: &str = "debug";
 
 /// A request header's value, trimmed. `name` is a lower-case literal: looked up as a static
 /// header name (a `&str` name would be parsed, and allocated, on every lookup).

@@ -47,6 +47,12 @@ pub struct HttpSettings {
     pub body_timeout: std::time::Duration,
     /// `GET /metrics` without a client token (`METRICS_PUBLIC`).
     pub metrics_public: bool,
+    /// Tools that ask their caller something: the question timeout, how many may wait per
+    /// client, the key that seals a 2026-07-28 `requestState`.
+    pub asking: crate::config::Asking,
+    /// A streamed call sends an SSE comment after this long without anything else
+    /// (`SSE_KEEPALIVE_SEC`).
+    pub sse_keepalive: std::time::Duration,
 }
 
 impl Default for HttpSettings {
@@ -58,6 +64,8 @@ impl Default for HttpSettings {
             auth: auth::Authenticator::default(),
             body_timeout: crate::config::DEFAULT_BODY_TIMEOUT,
             metrics_public: false,
+            asking: crate::config::Asking::default(),
+            sse_keepalive: crate::config::DEFAULT_SSE_KEEPALIVE,
         }
     }
 }

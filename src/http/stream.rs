@@ -2,6 +2,7 @@
 //! upstream sends while a call runs (progress), then the result.
 
 use std::future::Future;
+use std::time::Duration;
 
 use actix_web::http::header;
 use actix_web::HttpResponse;
@@ -23,9 +24,13 @@ pub fn reply(accepts: Accepts, text: String) -> HttpResponse {
 }
 
 /// Streams the notifications `rx` receives as SSE events while `call` runs, then the message
-/// (serialized) `call` resolves to. The call runs inside the response stream: a client that disconnects
-/// drops it (and whatever it holds, such as the handle that cancels an upstream call).
-pub fn notifications_then<F>(call: F, rx: mpsc::UnboundedReceiver<Value>) -> HttpResponse
+/// (serialized) `call` resolves to. The call runs inside the response stream: a client that
+/// disconnects drops it (and whatever it holds, such as the handle that cancels an upstream
+/// call). While nothing else is sent, an SSE comment goes out every `keepalive`: it keeps
+/// intermediaries with an idle timeout from cutting a stream that waits on a person (a tool's
+/// question), and it is how a client that went away is noticed (the write fails) before the
+/// call ends of itself.
+pub fn notifications_then<F>(call: F, rx: mpsc::UnboundedReceiver<Value>, keepalive: Duration) -> HttpResponse
 where
     F: Future<Output = String> + Unpin + 'static,
 {
@@ -52,10 +57,16 @@ where
                 text.push_str(&sse::encode_event(&response, None));
                 Some((Ok(Bytes::from(text)), Phase::Done))
             }
+            () = tokio::time::sleep(keepalive) => {
+                Some((Ok(Bytes::from_static(KEEPALIVE_COMMENT)), Phase::Running(call, rx)))
+            }
         }
     });
     sse_response().streaming(events)
 }
+
+/// The SSE comment sent while a stream is otherwise quiet (clients ignore comments).
+const KEEPALIVE_COMMENT: &[u8] = b": keep-alive\n\n";
 
 fn sse_response() -> actix_web::HttpResponseBuilder {
     let mut b = HttpResponse::Ok();

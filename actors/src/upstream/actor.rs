@@ -15,12 +15,17 @@
 //! stream is closed (the modern era's cancellation) and a legacy upstream is also sent
 //! `notifications/cancelled` for the request.
 //!
-//! A request the upstream sends on a call's stream (`elicitation/create`, `sampling/…`,
-//! `roots/list`, `ping`) is not relayed to the caller: it is answered at once (`ping` with
-//! `{}`, anything else with -32601), alongside the call, so the tool gets its "not supported"
-//! and finishes instead of waiting for an answer until a timeout. A 2026-07-28
-//! `input_required` result is [`UpstreamError::InputRequired`], naming the methods it asked
-//! with.
+//! # Calls: questions for the client
+//! A request the upstream sends on a call's stream (`elicitation/create`,
+//! `sampling/createMessage`, `roots/list`) is answered alongside the call, under the
+//! upstream's id: with the client's answer when the call's [`Interaction`] can ask its client
+//! (see `ask.rs`), else with an error at once (the tool then returns its own declined or error
+//! result). `ping` is answered by the proxy. A 2026-07-28 `input_required` result is either
+//! returned as it came (the client takes the round itself), or its questions are asked the
+//! same way and the call is retried with their answers (`inputResponses` and the upstream's
+//! `requestState`), at most 16 rounds; without a way to ask it is
+//! [`UpstreamError::InputRequired`]. While a question waits on the client, the call's timeout
+//! is stopped: the question has its own (`ELICITATION_TIMEOUT_SEC`).
 //!
 //! `EndSession` does not handshake: it ends a sticky legacy session (`SessionState::ended`)
 //! and sends its `DELETE`, bounded by the upstream's timeout and at most 2 s.
@@ -35,11 +40,16 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use futures_util::future::join_all;
+use futures_util::stream::{FuturesUnordered, StreamExt};
+
+use super::ask::{Ask, Interaction, Reply, Round, MAX_QUESTIONS};
 use super::cancel::CancelToken;
 use super::connection::{Connection, RequestOptions, UpstreamSpec};
 use super::list_changes::{self, ToolsChanged};
 use super::session::{Ready, SessionState};
-use mcp_wire::jsonrpc;
+use mcp_wire::asks;
+use mcp_wire::jsonrpc::{self, RpcError};
 use mcp_wire::raw::RawObject;
 use mcp_wire::trace::TraceHeaders;
 use mcp_wire::types::Tool;
@@ -89,6 +99,8 @@ pub struct CallTool {
     /// The call's trace: sent as the `traceparent`/`tracestate` headers (the caller also put it
     /// in `meta`).
     pub trace: Option<TraceHeaders>,
+    /// What the call may ask its client, and how the client takes part in upstream rounds.
+    pub interaction: Interaction,
 }
 
 /// Current session facts, for logs and tests (never contains the session id itself).
@@ -280,7 +292,9 @@ fn error_kind(e: &UpstreamError) -> Option<UpstreamErrorKind> {
         UpstreamError::TooLarge { .. } => UpstreamErrorKind::TooLarge,
         UpstreamError::Unavailable => UpstreamErrorKind::Unavailable,
         // the upstream did its part (counted in mcp_proxy_upstream_requests_total instead)
-        UpstreamError::Cancelled(_) | UpstreamError::InputRequired { .. } => return None,
+        UpstreamError::Cancelled(_) | UpstreamError::InputRequired { .. } | UpstreamError::Unanswered { .. } => {
+            return None
+        }
     })
 }
 
@@ -330,7 +344,7 @@ async fn list_tools(conn: &Connection, previous: &[Arc<Tool>]) -> Result<Listing
     };
     for _ in 0..MAX_PAGES {
         let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-        let (result, ctx) = conn.request("tools/list", params, opts).await?;
+        let (result, ctx) = conn.request("tools/list", params.as_ref(), opts).await?;
         if received.get() > max_bytes {
             return Err(UpstreamError::InvalidReply(format!(
                 "tools/list pages add up to more than {max_bytes} bytes (the proxy's limit for one listing)"
@@ -401,44 +415,171 @@ async fn list_tools(conn: &Connection, previous: &[Arc<Tool>]) -> Result<Listing
     )))
 }
 
-/// `tools/call`, with progress, timeouts and cancellation (see the module docs).
+/// Rounds of 2026-07-28 `input_required` one call may go through on its client's behalf.
+const MAX_ROUNDS: usize = 16;
+/// A round that asks nothing (only a `requestState`: "come back shortly") is retried after
+/// this long.
+const EMPTY_ROUND_PAUSE: Duration = Duration::from_millis(100);
+/// An answer the caller was asked for is waited on a little longer than the question timeout
+/// (the caller enforces that one and replies `TimedOut`); this only guards against a caller
+/// that never replies at all.
+const ASK_GRACE: Duration = Duration::from_secs(5);
+
+/// A call's clock: the last sign of life of the upstream, and the questions waiting on the
+/// client. A waiting question stops the clock (a person may be answering; the question has
+/// its own timeout), and the time spent waiting is added to the progress cap.
+struct Clock {
+    last_activity: Cell<Instant>,
+    waiting: Cell<usize>,
+    waited: Cell<Duration>,
+}
+
+impl Clock {
+    fn new() -> Clock {
+        Clock {
+            last_activity: Cell::new(Instant::now()),
+            waiting: Cell::new(0),
+            waited: Cell::new(Duration::ZERO),
+        }
+    }
+}
+
+/// `tools/call`, with progress, questions, timeouts and cancellation (see the module docs).
 /// The call's arguments are taken out of `msg` (sent, not copied).
 async fn call_tool(conn: &Connection, msg: &mut CallTool) -> Result<RawObject, UpstreamError> {
     let mut params = Map::new();
     params.insert("name".into(), Value::from(msg.name.as_str()));
     params.insert("arguments".into(), std::mem::take(&mut msg.arguments));
+    let mut params = Value::Object(params);
     let msg = &*msg;
-    let params = Value::Object(params);
-    let last_activity = Cell::new(Instant::now());
+    let talk = &msg.interaction;
+    let clock = Clock::new();
+    let envelope = envelope(talk);
+    let mut round = talk.round.clone();
+    for _ in 0..MAX_ROUNDS {
+        if let (Some(r), Value::Object(p)) = (round.take(), &mut params) {
+            p.remove("inputResponses");
+            p.remove("requestState");
+            if let Some(responses) = r.responses {
+                p.insert("inputResponses".into(), responses);
+            }
+            if let Some(state) = r.state {
+                p.insert("requestState".into(), Value::from(state));
+            }
+        }
+        let result = call_once(conn, msg, &params, &clock, &envelope).await?;
+        let Some((questions, state)) = input_round(&result) else {
+            return Ok(result);
+        };
+        if talk.pass_input_required || talk.asker.is_none() {
+            let outcome = if talk.pass_input_required {
+                AskedOutcome::Passed
+            } else {
+                AskedOutcome::Declined
+            };
+            for q in &questions {
+                count_asked(conn, &q.method, outcome);
+            }
+            if talk.pass_input_required {
+                return Ok(result);
+            }
+            let mut methods: Vec<String> = questions.into_iter().map(|q| q.method).collect();
+            methods.sort();
+            return Err(UpstreamError::InputRequired { methods });
+        }
+        if questions.is_empty() {
+            tokio::time::sleep(EMPTY_ROUND_PAUSE).await;
+        }
+        let replies = join_all(
+            questions
+                .iter()
+                .map(|q| ask(conn, talk, &q.method, q.params.clone(), &clock)),
+        )
+        .await;
+        let mut responses = Map::new();
+        for (q, reply) in questions.into_iter().zip(replies) {
+            match reply {
+                Reply::Result(v) => {
+                    responses.insert(q.key, v);
+                }
+                other => {
+                    return Err(UpstreamError::Unanswered {
+                        method: q.method,
+                        why: why_unanswered(&other, talk.question_timeout),
+                    })
+                }
+            }
+        }
+        round = Some(Round {
+            responses: (!responses.is_empty()).then_some(Value::Object(responses)),
+            state,
+        });
+    }
+    Err(UpstreamError::InvalidReply(format!(
+        "the tool asked for input in more than {MAX_ROUNDS} rounds in a row"
+    )))
+}
+
+/// The modern `_meta` envelope keys that describe the call's client: what it can be asked,
+/// and its log level opt-in. Empty for a client that declared neither (the proxy's own
+/// defaults then say the same, at no cost per call).
+fn envelope(talk: &Interaction) -> Map<String, Value> {
+    let mut m = Map::new();
+    if talk.askable.is_empty() && talk.log_level.is_none() {
+        return m;
+    }
+    m.insert(modern::META_CLIENT_CAPABILITIES.into(), talk.askable.capabilities());
+    if let Some(level) = &talk.log_level {
+        m.insert(modern::META_LOG_LEVEL.into(), Value::from(level.as_str()));
+    }
+    m
+}
+
+/// One `tools/call` exchange: progress and log notifications forwarded, requests the upstream
+/// sends on the call's stream answered alongside (`ping` by the proxy, the rest by the
+/// client through [`ask`]), timeouts, cancellation.
+async fn call_once(
+    conn: &Connection,
+    msg: &CallTool,
+    params: &Value,
+    clock: &Clock,
+    envelope: &Map<String, Value>,
+) -> Result<RawObject, UpstreamError> {
     let current_id: Cell<Option<i64>> = Cell::new(None);
-    // requests the upstream sends on the call's stream, to be answered at once (module docs)
-    let asked: RefCell<Vec<(String, Value)>> = RefCell::new(Vec::new());
+    // requests the upstream sends on the call's stream, answered alongside (module docs)
+    let asked: RefCell<Vec<ServerRequest>> = RefCell::new(Vec::new());
     let asking = tokio::sync::Notify::new();
     let forward = |v: Value| {
-        if let Some((method, id)) = server_request(&v) {
-            last_activity.set(Instant::now());
-            let mut asked = asked.borrow_mut();
-            if asked.len() < MAX_UNANSWERED {
-                asked.push((method.to_owned(), id.clone()));
-            }
+        if let Some(request) = server_request(&v) {
+            clock.last_activity.set(Instant::now());
+            asked.borrow_mut().push(request);
             asking.notify_one();
             return;
         }
         if v.get("method").and_then(Value::as_str) == Some("notifications/progress") {
-            last_activity.set(Instant::now());
+            clock.last_activity.set(Instant::now());
         }
         if let Some(tx) = &msg.notifications {
             let _ = tx.send(v);
         }
     };
     let answer = async {
+        // nothing is allocated for the (usual) call that asks nothing
+        asking.notified().await;
+        let mut running = FuturesUnordered::new();
         loop {
-            asking.notified().await;
             let pending = std::mem::take(&mut *asked.borrow_mut());
-            for (method, id) in pending {
-                let outcome = list_changes::answer_server_request(conn, &method, id).await;
-                log::info!(upstream = conn.spec.label.as_str(), method = method.as_str(), outcome = outcome.as_str(); "upstream request on a call");
-                conn.spec.metrics.upstream_request(&conn.spec.label, &method, outcome);
+            for request in pending {
+                if running.len() >= MAX_UNANSWERED {
+                    // the upstream's own timeout ends what it keeps asking beyond this
+                    count_asked(conn, &request.method, AskedOutcome::Declined);
+                    continue;
+                }
+                running.push(respond(conn, &msg.interaction, request, clock));
+            }
+            tokio::select! {
+                () = asking.notified() => {}
+                Some(()) = running.next(), if !running.is_empty() => {}
             }
         }
     };
@@ -450,6 +591,7 @@ async fn call_tool(conn: &Connection, msg: &mut CallTool) -> Result<RawObject, U
         current_id: Some(&current_id),
         received: None,
         trace: msg.trace.as_ref(),
+        envelope: (!envelope.is_empty()).then_some(envelope),
     };
     let call = conn.request("tools/call", Some(params), opts);
     let mut token = msg.cancel.clone();
@@ -460,7 +602,7 @@ async fn call_tool(conn: &Connection, msg: &mut CallTool) -> Result<RawObject, U
         }
     };
     let outcome = tokio::select! {
-        r = alongside(with_progress_timeout(conn, call, &last_activity), answer) => r,
+        r = alongside(with_progress_timeout(conn, call, clock), answer) => r,
         reason = cancelled => {
             cancel_upstream(conn, current_id.get(), reason).await;
             return Err(UpstreamError::Cancelled(reason));
@@ -469,56 +611,160 @@ async fn call_tool(conn: &Connection, msg: &mut CallTool) -> Result<RawObject, U
     let (result, _) = outcome?;
     let result = RawObject::parse(result.get())
         .map_err(|_| UpstreamError::InvalidReply("tools/call result is not an object".into()))?;
-    if let Some(methods) = input_requested(&result) {
-        for method in &methods {
-            let outcome = AskedOutcome::Declined;
-            log::info!(upstream = conn.spec.label.as_str(), method = method.as_str(), outcome = outcome.as_str(); "upstream request on a call");
-            conn.spec.metrics.upstream_request(&conn.spec.label, method, outcome);
+    if let Some((_, Some(state))) = asks::input_round(&result) {
+        if state.len() > asks::MAX_UPSTREAM_STATE {
+            return Err(UpstreamError::InvalidReply(format!(
+                "input_required requestState is {} bytes, longer than the proxy's {}-byte limit",
+                state.len(),
+                asks::MAX_UPSTREAM_STATE
+            )));
         }
-        return Err(UpstreamError::InputRequired { methods });
     }
     Ok(result)
 }
 
-/// Requests in a 2026-07-28 `input_required` result: the methods of its `inputRequests` (at
-/// most [`MAX_UNANSWERED`], sorted). `None` for any other result.
-fn input_requested(result: &RawObject) -> Option<Vec<String>> {
-    let kind = result
-        .get("resultType")
-        .and_then(|v| serde_json::from_str::<&str>(v.get()).ok());
-    if kind != Some(modern::INPUT_REQUIRED) {
-        return None;
+/// Answers one request an upstream sent on a call's stream, under the upstream's id: `ping`
+/// by the proxy, anything else with the client's answer (or an error saying why there is
+/// none).
+async fn respond(conn: &Connection, talk: &Interaction, request: ServerRequest, clock: &Clock) {
+    let ServerRequest { method, id, params } = request;
+    let reply = if method == "ping" {
+        count_asked(conn, &method, AskedOutcome::Answered);
+        Reply::Result(json!({}))
+    } else {
+        ask(conn, talk, &method, params, clock).await
+    };
+    let body = match reply {
+        Reply::Result(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        other => {
+            let error = match other {
+                Reply::Error(e) => e,
+                Reply::TimedOut => RpcError::new(
+                    REQUEST_TIMED_OUT,
+                    format!("Request timed out: {}", why_unanswered(&other, talk.question_timeout)),
+                ),
+                _ => RpcError::new(
+                    jsonrpc::REQUEST_CANCELLED,
+                    format!("Request cancelled: {}", why_unanswered(&other, talk.question_timeout)),
+                ),
+            };
+            json!({"jsonrpc": "2.0", "id": id, "error": error})
+        }
+    };
+    conn.post_in_session(&body, Duration::from_secs(5)).await;
+}
+
+/// The JSON-RPC code of a question the client did not answer in time (the SDKs' "request
+/// timeout").
+const REQUEST_TIMED_OUT: i64 = -32001;
+
+/// Asks the call's client one question and waits for its reply (see [`Clock`]); a question
+/// the client cannot take is answered with an error at once. Counted and logged by outcome.
+async fn ask(conn: &Connection, talk: &Interaction, method: &str, params: Option<Value>, clock: &Clock) -> Reply {
+    let declined = |message: String, missing: Option<Value>| {
+        let mut e = RpcError::new(asks::MISSING_CAPABILITY, message);
+        e.data = missing.map(|m| json!({ "requiredCapabilities": m }));
+        (AskedOutcome::Declined, Reply::Error(e))
+    };
+    let (outcome, reply) = match (talk.askable.allows(method, params.as_ref()), &talk.asker) {
+        (Err(asks::Missing(needed)), _) => declined(
+            format!("The proxy's client for this call did not declare the capability {method} needs ({needed}), so it cannot be asked"),
+            Some(needed),
+        ),
+        (Ok(()), None) => declined(
+            format!("The proxy's client for this call cannot be asked ({method}): it takes no stream the question could go on"),
+            None,
+        ),
+        (Ok(()), Some(asker)) => {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let question = Ask {
+                method: method.to_string(),
+                params,
+                reply: tx,
+            };
+            if asker.try_send(question).is_err() {
+                declined(
+                    format!("The proxy's client for this call has {MAX_QUESTIONS} questions unanswered already ({method} not asked)"),
+                    None,
+                )
+            } else {
+                clock.waiting.set(clock.waiting.get() + 1);
+                let started = Instant::now();
+                let reply = match tokio::time::timeout(talk.question_timeout + ASK_GRACE, rx).await {
+                    Ok(Ok(reply)) => reply,
+                    Ok(Err(_)) => Reply::Gone,
+                    Err(_) => Reply::TimedOut,
+                };
+                clock.waiting.set(clock.waiting.get() - 1);
+                clock.waited.set(clock.waited.get() + started.elapsed());
+                clock.last_activity.set(Instant::now());
+                let outcome = match reply {
+                    Reply::Result(_) => AskedOutcome::Answered,
+                    Reply::Error(_) => AskedOutcome::Refused,
+                    Reply::TimedOut => AskedOutcome::TimedOut,
+                    Reply::Gone => AskedOutcome::Abandoned,
+                };
+                (outcome, reply)
+            }
+        }
+    };
+    count_asked(conn, method, outcome);
+    reply
+}
+
+/// Why a question has no usable answer, in words.
+fn why_unanswered(reply: &Reply, timeout: Duration) -> String {
+    match reply {
+        Reply::Result(_) => "answered".into(),
+        Reply::Error(e) => format!("the client answered with error {}: {}", e.code, e.message),
+        Reply::TimedOut => format!(
+            "the client did not answer within {} s (ELICITATION_TIMEOUT_SEC)",
+            timeout.as_secs()
+        ),
+        Reply::Gone => "the client went away before answering".into(),
     }
-    let mut methods: Vec<String> = result
-        .object("inputRequests")
-        .unwrap_or_default()
-        .values()
-        .filter_map(|r| r.get("method")?.as_str())
-        .take(MAX_UNANSWERED)
-        .map(str::to_owned)
-        .collect();
-    methods.sort();
-    Some(methods)
+}
+
+/// One upstream request during a call: one log line and one count, by method and outcome.
+fn count_asked(conn: &Connection, method: &str, outcome: AskedOutcome) {
+    log::info!(upstream = conn.spec.label.as_str(), method = method, outcome = outcome.as_str(); "upstream request on a call");
+    conn.spec.metrics.upstream_request(&conn.spec.label, method, outcome);
+}
+
+/// A 2026-07-28 `input_required` result: its questions (at most [`MAX_QUESTIONS`], in the
+/// map's order) and its `requestState`. `None` for any other result.
+fn input_round(result: &RawObject) -> Option<(Vec<asks::InputRequest>, Option<String>)> {
+    let (requests, state) = asks::input_round(result)?;
+    Some((asks::input_requests(&requests, MAX_QUESTIONS), state))
 }
 
 /// Like `with_timeout`, but each progress notification restarts the clock, within
-/// `PROGRESS_TIMEOUT_FACTOR` timeouts in all.
+/// `PROGRESS_TIMEOUT_FACTOR` timeouts in all (plus the time spent waiting on the client), and
+/// the clock stops while a question waits on the client.
 async fn with_progress_timeout<T>(
     conn: &Connection,
     fut: impl std::future::Future<Output = Result<T, UpstreamError>>,
-    last_activity: &Cell<Instant>,
+    clock: &Clock,
 ) -> Result<T, UpstreamError> {
     let timeout = conn.spec.timeout;
     let started = Instant::now();
-    let hard_cap = started + timeout * PROGRESS_TIMEOUT_FACTOR;
+    let cap = timeout * PROGRESS_TIMEOUT_FACTOR;
     tokio::pin!(fut);
     loop {
-        let deadline = (last_activity.get() + timeout).min(hard_cap);
+        let now = Instant::now();
+        let deadline = if clock.waiting.get() > 0 {
+            now + timeout
+        } else {
+            (clock.last_activity.get() + timeout).min(started + cap + clock.waited.get())
+        };
         tokio::select! {
             r = &mut fut => return r,
             _ = tokio::time::sleep_until(deadline.into()) => {
                 let now = Instant::now();
-                if now >= hard_cap || last_activity.get() + timeout <= now {
+                if clock.waiting.get() > 0 {
+                    continue;
+                }
+                if now >= started + cap + clock.waited.get() || clock.last_activity.get() + timeout <= now {
                     return Err(UpstreamError::Timeout { elapsed: started.elapsed() });
                 }
             }
@@ -526,19 +772,28 @@ async fn with_progress_timeout<T>(
     }
 }
 
-/// A legacy upstream is told the request is cancelled (the modern era's cancellation is
-/// the closed stream itself, already done by dropping the request).
-/// Requests an upstream may have unanswered on one call at a time: more are not answered (the
-/// upstream's own timeout ends them).
+/// Requests an upstream may have unanswered on one call at a time: more are answered with an
+/// error at once.
 const MAX_UNANSWERED: usize = 64;
 
-/// The method and id of a server-to-client request (`elicitation/create`,
-/// `sampling/createMessage`, `roots/list`, `ping`, …): a message with a method and a string
-/// or number id.
-fn server_request(v: &Value) -> Option<(&str, &Value)> {
+/// A request an upstream sent on a call's stream.
+#[derive(Debug, PartialEq)]
+struct ServerRequest {
+    method: String,
+    id: Value,
+    params: Option<Value>,
+}
+
+/// A server-to-client request (`elicitation/create`, `sampling/createMessage`, `roots/list`,
+/// `ping`, …): a message with a method and a string or number id.
+fn server_request(v: &Value) -> Option<ServerRequest> {
     let method = v.get("method")?.as_str()?;
     let id = v.get("id").filter(|id| id.is_string() || id.is_number())?;
-    Some((method, id))
+    Some(ServerRequest {
+        method: method.to_string(),
+        id: id.clone(),
+        params: v.get("params").cloned(),
+    })
 }
 
 /// Runs `work` to its end while `side` (work that serves it, never finishing of itself) runs
@@ -551,6 +806,8 @@ async fn alongside<T>(work: impl std::future::Future<Output = T>, side: impl std
     }
 }
 
+/// A legacy upstream is told the request is cancelled (the modern era's cancellation is
+/// the closed stream itself, already done by dropping the request).
 async fn cancel_upstream(conn: &Connection, id: Option<i64>, reason: CancelReason) {
     let era = conn.session.read(SessionState::era);
     log::info!(upstream = conn.spec.label.as_str(), era = era.map(Era::as_str).unwrap_or("unknown"), reason = reason.as_str(); "upstream call cancelled");
@@ -567,49 +824,60 @@ async fn cancel_upstream(conn: &Connection, id: Option<i64>, reason: CancelReaso
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcp_wire::jsonrpc::RpcError;
 
     #[test]
-    fn an_input_required_result_names_the_methods_it_asks_with() {
+    fn an_input_required_result_gives_its_questions_and_state() {
         let raw = |v: Value| RawObject::parse(&v.to_string()).unwrap();
         let r = raw(
             json!({"resultType": "input_required", "requestState": "s", "inputRequests": {
-                "b": {"method": "sampling/createMessage", "params": {}},
-                "a": {"method": "elicitation/create", "params": {}},
+                "b": {"method": "sampling/createMessage", "params": {"maxTokens": 3}},
+                "a": {"method": "elicitation/create"},
                 "bad": {"params": {}},
             }}),
         );
+        let (questions, state) = input_round(&r).unwrap();
+        assert_eq!(state.as_deref(), Some("s"));
+        let methods: Vec<(&str, &str)> = questions.iter().map(|q| (q.key.as_str(), q.method.as_str())).collect();
+        assert_eq!(methods, [("b", "sampling/createMessage"), ("a", "elicitation/create")]);
+        assert_eq!(questions[0].params, Some(json!({"maxTokens": 3})));
         assert_eq!(
-            input_requested(&r),
-            Some(vec![
-                "elicitation/create".to_owned(),
-                "sampling/createMessage".to_owned()
-            ])
-        );
-        assert_eq!(
-            input_requested(&raw(json!({"resultType": "input_required"}))),
-            Some(vec![])
+            input_round(&raw(json!({"resultType": "input_required"}))),
+            Some((vec![], None))
         );
         for v in [
             json!({"resultType": "complete", "content": []}),
             json!({"content": [], "inputRequests": {"a": {"method": "roots/list"}}}),
             json!({"resultType": 5}),
         ] {
-            assert_eq!(input_requested(&raw(v.clone())), None, "{v}");
+            assert_eq!(input_round(&raw(v.clone())), None, "{v}");
         }
         let many: Map<String, Value> = (0..1000)
             .map(|i| (format!("k{i}"), json!({"method": "roots/list"})))
             .collect();
         let r = raw(json!({"resultType": "input_required", "inputRequests": many}));
-        assert_eq!(input_requested(&r).map(|m| m.len()), Some(MAX_UNANSWERED));
+        assert_eq!(input_round(&r).map(|(q, _)| q.len()), Some(MAX_QUESTIONS));
     }
 
     #[test]
     fn a_server_request_has_a_method_and_a_string_or_number_id() {
-        let v = json!({"jsonrpc": "2.0", "id": "q", "method": "elicitation/create", "params": {}});
-        assert_eq!(server_request(&v), Some(("elicitation/create", &json!("q"))));
+        let v = json!({"jsonrpc": "2.0", "id": "q", "method": "elicitation/create", "params": {"message": "ok?"}});
+        assert_eq!(
+            server_request(&v),
+            Some(ServerRequest {
+                method: "elicitation/create".into(),
+                id: json!("q"),
+                params: Some(json!({"message": "ok?"}))
+            })
+        );
         let v = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"});
-        assert_eq!(server_request(&v), Some(("ping", &json!(3))));
+        assert_eq!(
+            server_request(&v),
+            Some(ServerRequest {
+                method: "ping".into(),
+                id: json!(3),
+                params: None
+            })
+        );
         // notifications, responses and malformed ids are not requests to answer
         for v in [
             json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {}}),
@@ -620,6 +888,39 @@ mod tests {
         ] {
             assert_eq!(server_request(&v), None, "{v}");
         }
+    }
+
+    #[test]
+    fn the_envelope_tells_a_modern_upstream_what_the_client_can_be_asked_and_its_log_level() {
+        let talk = Interaction {
+            askable: asks::Askable::from_capabilities(Some(&json!({"sampling": {}}))),
+            log_level: Some("debug".into()),
+            ..Interaction::default()
+        };
+        assert_eq!(
+            Value::Object(envelope(&talk)),
+            json!({modern::META_CLIENT_CAPABILITIES: {"sampling": {}}, modern::META_LOG_LEVEL: "debug"})
+        );
+        assert!(
+            envelope(&Interaction::default()).is_empty(),
+            "the proxy's defaults say it"
+        );
+        let roots = Interaction {
+            askable: asks::Askable::from_capabilities(Some(&json!({"roots": {}}))),
+            ..Interaction::default()
+        };
+        assert_eq!(
+            Value::Object(envelope(&roots)),
+            json!({modern::META_CLIENT_CAPABILITIES: {"roots": {}}})
+        );
+    }
+
+    #[test]
+    fn an_unanswered_question_says_why() {
+        let t = Duration::from_secs(300);
+        assert!(why_unanswered(&Reply::TimedOut, t).contains("within 300 s"));
+        assert!(why_unanswered(&Reply::Gone, t).contains("went away"));
+        assert!(why_unanswered(&Reply::Error(RpcError::new(-1, "no")), t).contains("error -1: no"));
     }
 
     #[test]
@@ -653,6 +954,13 @@ mod tests {
             (UpstreamError::Cancelled(CancelReason::ClientGone), None),
             (UpstreamError::Cancelled(CancelReason::ShuttingDown), None),
             (UpstreamError::InputRequired { methods: vec![] }, None),
+            (
+                UpstreamError::Unanswered {
+                    method: "roots/list".into(),
+                    why: "gone".into(),
+                },
+                None,
+            ),
         ];
         for (e, kind) in cases {
             assert_eq!(error_kind(&e).map(UpstreamErrorKind::as_str), kind, "{e}");

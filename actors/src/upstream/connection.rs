@@ -78,6 +78,9 @@ pub(super) struct RequestOptions<'a> {
     pub(super) received: Option<&'a Cell<usize>>,
     /// The call's W3C trace headers.
     pub(super) trace: Option<&'a mcp_wire::trace::TraceHeaders>,
+    /// Modern era: `_meta` envelope keys that describe the proxy's client rather than the
+    /// proxy (its `clientCapabilities`, its `logLevel`), stamped over the proxy's defaults.
+    pub(super) envelope: Option<&'a Map<String, Value>>,
 }
 
 // What an upstream can make the proxy hold (it is trusted no more than a client).
@@ -150,11 +153,11 @@ impl Connection {
     pub(super) async fn request(
         &self,
         method: &str,
-        params: Option<Value>,
+        params: Option<&Value>,
         opts: RequestOptions<'_>,
     ) -> Result<(Box<RawValue>, RequestContext), UpstreamError> {
         let ctx = self.ensure_ready().await?;
-        match self.attempt(&ctx, method, params.as_ref(), opts).await {
+        match self.attempt(&ctx, method, params, opts).await {
             Attempt::Done(r) => r.map(|v| (v, ctx)),
             lost @ (Attempt::SessionLost(_) | Attempt::EraChanged(_)) => {
                 let forget_era = matches!(lost, Attempt::EraChanged(_));
@@ -163,7 +166,7 @@ impl Connection {
                     .metrics
                     .upstream_error_kind(&self.spec.label, UpstreamErrorKind::SessionReset);
                 let ctx = self.reset(ctx.generation, forget_era).await?;
-                match self.attempt(&ctx, method, params.as_ref(), opts).await {
+                match self.attempt(&ctx, method, params, opts).await {
                     Attempt::Done(r) => r.map(|v| (v, ctx)),
                     // refused again in a fresh session (and era): the refusal was about the
                     // request itself, and is reported as the upstream worded it
@@ -197,6 +200,9 @@ impl Connection {
             Era::Modern => {
                 let mut meta = opts.meta.cloned().unwrap_or_default();
                 meta.extend(modern::request_meta(CLIENT_NAME, env!("CARGO_PKG_VERSION")));
+                if let Some(envelope) = opts.envelope {
+                    meta.extend(envelope.iter().map(|(k, v)| (k.clone(), v.clone())));
+                }
                 Some(std::borrow::Cow::Owned(meta))
             }
         };
@@ -334,12 +340,16 @@ impl Connection {
             .await
     }
 
-    /// `initialize` and `notifications/initialized`: a new legacy session.
+    /// `initialize` and `notifications/initialized`: a new legacy session. The session is
+    /// shared by all the proxy's clients, so it declares every question the proxy can relay
+    /// (elicitation, sampling, roots); each question is then checked against the capabilities
+    /// of the client whose call it came on, and answered with an error at once if that client
+    /// cannot take it (see `actor.rs`).
     async fn initialize(&self) -> Result<RequestContext, UpstreamError> {
         let id = RequestId::Num(self.fresh_id());
         let params = json!({
             "protocolVersion": version::LATEST_LEGACY,
-            "capabilities": {},
+            "capabilities": mcp_wire::asks::Askable::ALL.capabilities(),
             "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
         });
         let body = jsonrpc::request(&id, "initialize", Some(params));

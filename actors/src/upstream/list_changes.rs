@@ -156,20 +156,26 @@ async fn listen_once(
     Ok(true)
 }
 
-/// Answers a server-to-client request: `ping` with `{}`, anything else with -32601 (the
-/// proxy declares no client capabilities). Used for the standalone stream and a call's stream.
-pub(super) async fn answer_server_request(conn: &Connection, method: &str, id: Value) -> AskedOutcome {
+/// Answers a request on the standalone stream: `ping` with `{}`; anything else (a
+/// `roots/list` not related to a call, …) with an error, since the session is shared by all
+/// the proxy's clients and no single one owns the question. Counted and logged like the
+/// requests on a call's stream.
+async fn answer_server_request(conn: &Connection, method: &str, id: Value) {
     let (body, outcome) = if method == "ping" {
         (
             json!({"jsonrpc": "2.0", "id": id, "result": {}}),
             AskedOutcome::Answered,
         )
     } else {
+        let message = format!(
+            "{method} is not answered outside a tool call: this session is shared by all the clients of mcp-search-proxy, so no single client owns the request; ask during the tools/call it is for (related to its request id)"
+        );
         (
-            json!({"jsonrpc": "2.0", "id": id, "error": {"code": jsonrpc::METHOD_NOT_FOUND, "message": format!("Method not found: {method}")}}),
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": jsonrpc::METHOD_NOT_FOUND, "message": message}}),
             AskedOutcome::Declined,
         )
     };
+    log::info!(upstream = conn.spec.label.as_str(), method = method, outcome = outcome.as_str(); "upstream request outside a call");
+    conn.spec.metrics.upstream_request(&conn.spec.label, method, outcome);
     conn.post_in_session(&body, Duration::from_secs(5)).await;
-    outcome
 }

@@ -25,6 +25,8 @@
 //! - `session.rs`: the session as pure state, one type (`Session`: `Unready{hint}`,
 //!   `Ready(Legacy{id, version})`, `Ready(Modern)`) and its transitions, unit-tested without a
 //!   runtime. Its module docs hold the era and session state machine.
+//! - [`ask`]: [`Interaction`], what a call may ask its client ([`Ask`] on an [`Asker`], answered
+//!   with a [`Reply`]) and a 2026-07-28 client's [`Round`] to continue.
 //! - [`cancel`]: [`CancelHandle`] / [`CancelToken`], abandoning a call with a reason
 //!   (`upstream_http::CancelReason`).
 //!
@@ -44,6 +46,7 @@
 //! saying so (`session.rs`).
 
 mod actor;
+pub mod ask;
 pub mod cancel;
 mod connection;
 mod list_changes;
@@ -52,6 +55,7 @@ mod session;
 pub use actor::{
     CallTool, EndSession, FollowListChanges, GetStatus, ListTools, Listing, UpstreamActor, UpstreamStatus,
 };
+pub use ask::{Ask, Asker, Interaction, Reply, Round};
 pub use cancel::{cancel_pair, CancelHandle, CancelToken};
 pub use connection::UpstreamSpec;
 pub use list_changes::ToolsChanged;

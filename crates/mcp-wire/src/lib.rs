@@ -12,6 +12,8 @@
 //! - [`version`]: the 2025-era protocol versions and negotiation, and [`Era`].
 //! - [`modern`]: the 2026-07-28 revision: `_meta` keys, `Mcp-Method`/`Mcp-Name`/`Mcp-Param-*`
 //!   header rules, refusals and their codes.
+//! - [`asks`]: the questions a server asks its client during a call (elicitation, sampling,
+//!   roots): what a client can answer, and their 2026-07-28 `inputRequests` form.
 //! - [`trace`]: W3C Trace Context (`traceparent`, `tracestate`): parsing, the proxy's own span
 //!   for a relayed call, what goes upstream.
 //!
@@ -20,6 +22,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod asks;
 pub mod jsonrpc;
 pub mod modern;
 pub mod raw;

@@ -12,6 +12,7 @@
 //! - [`args`]: argument repair and JSON Schema validation.
 //! - [`policy`]: `TOOLS_ALLOW` / `TOOLS_DENY` / `READ_ONLY` / `PINNED_TOOLS`.
 //! - [`redact`]: URLs as logs, reports and the manifest show them.
+//! - [`request_state`]: the sealed `requestState` of a 2026-07-28 `mcp_call` that needs input.
 //!
 //! No actix and no network: the application service (`src/app.rs`), the HTTP layer and the
 //! actors call into this crate, and every rule here is unit-tested on plain values.
@@ -22,4 +23,5 @@ pub mod args;
 pub mod catalog;
 pub mod policy;
 pub mod redact;
+pub mod request_state;
 pub mod tools;

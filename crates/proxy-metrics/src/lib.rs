@@ -146,12 +146,17 @@ pub enum CallOutcome {
     Cancelled,
     /// No tool by that name (after one re-list); never sent.
     UnknownTool,
-    /// Refused by the proxy (arguments invalid, ambiguous or typo'd name, policy); never sent.
+    /// Refused by the proxy (arguments invalid, ambiguous or typo'd name, policy, a refused
+    /// `requestState`); never sent.
     Rejected,
+    /// 2026-07-28: the tool asked the client something; the call goes on in the client's retry.
+    InputRequired,
+    /// The client gave no usable answer to the tool's question, which ended the call.
+    Unanswered,
 }
 
 impl CallOutcome {
-    const COUNT: usize = 6;
+    const COUNT: usize = 8;
 
     fn index(self) -> usize {
         self as usize
@@ -165,6 +170,8 @@ impl CallOutcome {
             CallOutcome::Cancelled => "cancelled",
             CallOutcome::UnknownTool => "unknown_tool",
             CallOutcome::Rejected => "rejected",
+            CallOutcome::InputRequired => "input_required",
+            CallOutcome::Unanswered => "unanswered",
         }
     }
 }
@@ -264,17 +271,31 @@ struct ErrorLabels {
 /// What became of a request an upstream sent during a tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AskedOutcome {
-    /// Answered by the proxy itself (`ping`).
+    /// Answered: by the client with a result, or by the proxy itself (`ping`).
     Answered,
-    /// Answered with an error at once, or (an `input_required` result) not passed on.
+    /// The client answered with an error.
+    Refused,
+    /// Answered with an error at once by the proxy (the client cannot be asked: no such
+    /// capability, no stream, too many questions), or an `input_required` round not passed on.
     Declined,
+    /// The client did not answer within `ELICITATION_TIMEOUT_SEC`.
+    TimedOut,
+    /// The question was dropped unanswered: its client went away or the call ended first.
+    Abandoned,
+    /// A 2026-07-28 round passed to a 2026-07-28 client as it came (its answers come back on
+    /// the client's retry, not through the proxy's waiting).
+    Passed,
 }
 
 impl AskedOutcome {
     pub fn as_str(self) -> &'static str {
         match self {
             AskedOutcome::Answered => "answered",
+            AskedOutcome::Refused => "refused",
             AskedOutcome::Declined => "declined",
+            AskedOutcome::TimedOut => "timed_out",
+            AskedOutcome::Abandoned => "abandoned",
+            AskedOutcome::Passed => "passed",
         }
     }
 }

@@ -130,6 +130,17 @@ pub fn session_lost(status: u16, error: Option<&RpcError>) -> bool {
 
 /// Turns a reply into the request's result (raw JSON) or a precise error.
 pub fn interpret(reply: transport::Reply, rpc_error: Option<RpcError>) -> Result<Box<RawValue>, UpstreamError> {
+    // The tool needs to ask the client something it did not declare (2026-07-28's -32021,
+    // with any status): the client's side, said as such.
+    if let Some(e) = rpc_error
+        .as_ref()
+        .filter(|e| e.code == modern::MISSING_CLIENT_CAPABILITY)
+    {
+        let needed = e.data.as_ref().and_then(|d| d.get("requiredCapabilities"));
+        return Err(UpstreamError::InputRequired {
+            methods: mcp_wire::asks::methods_needing(needed),
+        });
+    }
     if !(200..300).contains(&reply.status) {
         let detail = match (&rpc_error, &reply.message) {
             (Some(e), _) => capped_message(&e.message),
@@ -339,5 +350,16 @@ mod tests {
             interpret(r(200, Some(json!([]))), None),
             Err(UpstreamError::InvalidReply(_))
         ));
+        // a capability the client did not declare: the methods it is for, whatever the status
+        let mut missing = RpcError::new(modern::MISSING_CLIENT_CAPABILITY, "no elicitation");
+        missing.data = Some(json!({"requiredCapabilities": {"elicitation": {"form": {}}}}));
+        for status in [200, 400] {
+            assert_eq!(
+                interpret(r(status, None), Some(missing.clone())).unwrap_err(),
+                UpstreamError::InputRequired {
+                    methods: vec!["elicitation/create".into()]
+                }
+            );
+        }
     }
 }

@@ -37,9 +37,13 @@ pub enum UpstreamError {
     /// The reply exceeded the configured size cap and was dropped.
     TooLarge { limit: usize },
     /// The tool asked its caller for input (a 2026-07-28 result of `resultType`
-    /// `input_required`, holding the methods it asked with: `elicitation/create`, …), which the
-    /// proxy does not relay to its clients.
+    /// `input_required`, holding the methods it asked with: `elicitation/create`, …), and this
+    /// call's client cannot be asked (it declared none of those capabilities, or takes no
+    /// stream to be asked on).
     InputRequired { methods: Vec<String> },
+    /// The client was asked the tool's question (`method`) for a 2026-07-28 round and gave no
+    /// answer the upstream could take: an error, no answer in time, or it went away (`why`).
+    Unanswered { method: String, why: String },
     /// The proxy's own actor for this upstream is gone (shutting down).
     Unavailable,
     /// The call was abandoned and cancelled upstream (its client went away, or the proxy is
@@ -67,6 +71,7 @@ impl UpstreamError {
             | UpstreamError::TooLarge { .. }
             | UpstreamError::InputRequired { .. }
             | UpstreamError::Redirect { .. } => false,
+            UpstreamError::Unanswered { .. } => true,
         }
     }
 
@@ -120,7 +125,10 @@ impl UpstreamError {
                 "the upstream misbehaved; retrying will probably not help, report it to the operator"
             }
             UpstreamError::InputRequired { .. } => {
-                "this tool asks the user or the model for input while it runs, which mcp-search-proxy does not relay yet; retrying will not help: give the tool everything it needs in its arguments, use another tool, or reach this server directly"
+                "this tool asks the user or the model for input while it runs, and this client cannot be asked: a 2025-era client needs a session (initialize) that declared the capability and must accept text/event-stream; a 2026-07-28 client must declare it in _meta clientCapabilities. Otherwise give the tool everything it needs in its arguments, or use another tool"
+            }
+            UpstreamError::Unanswered { .. } => {
+                "the tool's question to the client got no usable answer, so the call ended; answer it (the client's elicitation/sampling/roots handler) and call again"
             }
             UpstreamError::TooLarge { .. } => {
                 "ask for less data (filters, paging, smaller ranges); retrying unchanged will fail again"
@@ -131,6 +139,9 @@ impl UpstreamError {
             }
             UpstreamError::Cancelled(CancelReason::ShuttingDown) => {
                 "the proxy is shutting down; retry against a running instance"
+            }
+            UpstreamError::Cancelled(CancelReason::Unanswered) => {
+                "the call waited for the client's answer longer than ELICITATION_TIMEOUT_SEC; call the tool again and answer its question in time"
             }
         }
     }
@@ -179,6 +190,9 @@ impl std::fmt::Display for UpstreamError {
             UpstreamError::InputRequired { methods } => {
                 write!(f, "the tool asked for input (input_required: {})", methods.join(", "))
             }
+            UpstreamError::Unanswered { method, why } => {
+                write!(f, "the tool asked the client ({method}) and got no usable answer: {why}")
+            }
             UpstreamError::TooLarge { limit } => write!(f, "reply larger than the {limit}-byte cap"),
             UpstreamError::Unavailable => write!(f, "upstream actor unavailable"),
             UpstreamError::Cancelled(r) => write!(f, "cancelled ({})", r.message()),
@@ -195,6 +209,9 @@ pub enum CancelReason {
     ClientGone,
     /// The proxy is shutting down and its grace period ended.
     ShuttingDown,
+    /// The call waited on the client's answer to the tool's question (a 2026-07-28 client's
+    /// held call) longer than `ELICITATION_TIMEOUT_SEC`.
+    Unanswered,
 }
 
 impl CancelReason {
@@ -202,6 +219,7 @@ impl CancelReason {
         match self {
             CancelReason::ClientGone => "client_gone",
             CancelReason::ShuttingDown => "shutting_down",
+            CancelReason::Unanswered => "unanswered",
         }
     }
 
@@ -210,6 +228,7 @@ impl CancelReason {
         match self {
             CancelReason::ClientGone => "the client went away",
             CancelReason::ShuttingDown => "the proxy is shutting down",
+            CancelReason::Unanswered => "the client did not answer the tool's question in time",
         }
     }
 }

@@ -184,6 +184,17 @@ pub enum CallOutcome {
     UnknownTool { name: String, did_you_mean: Vec<String> },
     /// The tool's upstream has no actor (a configuration that changed under a manifest).
     NoRoute { upstream: String, tool: String },
+    /// 2026-07-28: the tool asks the client something before it can finish. The client
+    /// answers `requests` (an `inputRequests` map) and retries the same `mcp_call` with
+    /// `inputResponses` and `state` (the proxy's sealed `requestState`).
+    InputRequired {
+        upstream: String,
+        tool: String,
+        requests: Value,
+        state: String,
+    },
+    /// A retry whose `requestState` was refused, or whose held call is gone; nothing was sent.
+    StateRefused { tool: String, message: String },
 }
 
 /// An upstream that failed a call: what went wrong, what to do, whether a retry can help.
@@ -196,6 +207,9 @@ pub struct UpstreamFailure {
     pub retryable: bool,
     /// The call was cancelled (client gone, shutdown) rather than failed.
     pub cancelled: bool,
+    /// The client, not the upstream, failed the call (it gave no usable answer to the tool's
+    /// question).
+    pub client_side: bool,
 }
 
 impl CallOutcome {
@@ -230,6 +244,7 @@ impl CallOutcome {
     pub fn is_error(&self) -> bool {
         match self {
             CallOutcome::Relayed { tool_error, .. } => *tool_error,
+            CallOutcome::InputRequired { .. } => false,
             _ => true,
         }
     }

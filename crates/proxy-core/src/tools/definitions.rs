@@ -52,7 +52,7 @@ pub fn definitions() -> Value {
         },
         {
             "name": CALL,
-            "description": "Call a tool by its exact name with arguments that match its inputSchema. Use a name from mcp_search; when unsure of the arguments, mcp_describe it first.",
+            "description": "Call a tool by its exact name with arguments that match its inputSchema. Use a name from mcp_search; when unsure of the arguments, mcp_describe it first. A tool may ask the user or the model something while it runs (a confirmation, a choice, a completion, the workspace roots): the question reaches the client as the tool's own request, and the client's answer is passed back to the tool.",
             "inputSchema": {
                 "type": "object",
                 "properties": {

@@ -107,6 +107,22 @@ impl CallOutcome {
     pub fn into_result(self) -> Value {
         let error = match self {
             CallOutcome::Relayed { result, .. } => return result.to_value(),
+            CallOutcome::InputRequired { requests, state, .. } => {
+                return json!({"resultType": mcp_wire::modern::INPUT_REQUIRED, "inputRequests": requests, "requestState": state})
+            }
+            CallOutcome::StateRefused { tool, message } => {
+                json!({"error": {"side": "client", "tool": tool, "message": format!("mcp_call of {tool} not resumed: {message}.")}})
+            }
+            CallOutcome::Failed(f) if f.client_side => {
+                let msg = format!(
+                    "Calling {} (upstream {:?}) ended: {}. {}.",
+                    f.tool,
+                    f.upstream,
+                    f.error.trim_end_matches('.'),
+                    f.advice
+                );
+                json!({"error": {"side": "client", "upstream": f.upstream, "tool": f.tool, "message": msg, "retryable": f.retryable}})
+            }
             CallOutcome::Failed(f) => {
                 // the upstream's own words may end a sentence already
                 let msg = format!(
@@ -171,6 +187,7 @@ mod tests {
             advice: "retry later".into(),
             retryable: true,
             cancelled: false,
+            client_side: false,
         });
         let r = out.into_result();
         assert_eq!(r["isError"], true);
@@ -189,6 +206,7 @@ mod tests {
             advice: "fix it".into(),
             retryable: false,
             cancelled: false,
+            client_side: false,
         });
         let r = out.into_result();
         assert_eq!(
@@ -201,5 +219,42 @@ mod tests {
         }
         .into_result();
         assert_eq!(r["structuredContent"]["error"]["side"], "proxy");
+    }
+
+    #[test]
+    fn a_question_round_and_the_clients_failures_are_told_as_such() {
+        let out = CallOutcome::InputRequired {
+            upstream: "up".into(),
+            tool: "t".into(),
+            requests: json!({"q1": {"method": "roots/list"}}),
+            state: "sealed".into(),
+        };
+        assert!(!out.is_error());
+        assert_eq!(
+            out.into_result(),
+            json!({"resultType": "input_required", "inputRequests": {"q1": {"method": "roots/list"}}, "requestState": "sealed"})
+        );
+        let r = CallOutcome::Failed(UpstreamFailure {
+            upstream: "up".into(),
+            tool: "t".into(),
+            error: "the tool asked the client (roots/list) and got no usable answer: gone".into(),
+            advice: "answer it".into(),
+            retryable: true,
+            cancelled: false,
+            client_side: true,
+        })
+        .into_result();
+        assert_eq!(r["isError"], true);
+        assert_eq!(r["structuredContent"]["error"]["side"], "client");
+        let r = CallOutcome::StateRefused {
+            tool: "t".into(),
+            message: "requestState has expired".into(),
+        }
+        .into_result();
+        assert_eq!(r["structuredContent"]["error"]["side"], "client");
+        assert_eq!(
+            r["structuredContent"]["error"]["message"],
+            "mcp_call of t not resumed: requestState has expired."
+        );
     }
 }

@@ -1,0 +1,92 @@
+//! What a call may ask its caller, and how the answer comes back: the [`Interaction`] a
+//! [`CallTool`](super::CallTool) carries.
+//!
+//! An upstream's question during a call (a 2025-era request on the call's stream, or a
+//! 2026-07-28 `input_required` round the caller cannot take itself) is sent to the caller as
+//! an [`Ask`] on the call's [`Asker`], and the actor waits for its [`Reply`] (at most the
+//! question timeout). Who answers is the caller's business: the HTTP layer relays it on a
+//! 2025-era client's stream, or the application hands it to a 2026-07-28 client as an
+//! `input_required` round. A call without an asker, or a question the client declared no
+//! capability for ([`Askable`]), is answered with an error at once.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use mcp_wire::asks::Askable;
+use mcp_wire::jsonrpc::RpcError;
+
+/// One question for the caller's client.
+#[derive(Debug)]
+pub struct Ask {
+    pub method: String,
+    pub params: Option<Value>,
+    /// Where the answer goes; dropped unanswered, the question counts as abandoned.
+    pub reply: oneshot::Sender<Reply>,
+}
+
+/// How a question ended on the client's side.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// The client's result.
+    Result(Value),
+    /// The client answered with an error.
+    Error(RpcError),
+    /// No answer within the question timeout.
+    TimedOut,
+    /// The client went away (its stream closed, its session ended, its held call expired).
+    Gone,
+}
+
+/// Where a call's questions go. Bounded: a call has at most [`MAX_QUESTIONS`] in flight.
+pub type Asker = mpsc::Sender<Ask>;
+
+/// Questions one call may have unanswered at a time; more are answered with an error at once.
+pub const MAX_QUESTIONS: usize = 16;
+
+/// The answers of a 2026-07-28 client's retry, for the upstream's next round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Round {
+    /// `inputResponses`, as the client sent them.
+    pub responses: Option<Value>,
+    /// The upstream's own `requestState` (unsealed by the application).
+    pub state: Option<String>,
+}
+
+/// What a call may ask, and how its client takes part in the upstream's rounds.
+#[derive(Debug, Clone)]
+pub struct Interaction {
+    /// Where questions go (`None`: every question is answered with an error at once).
+    pub asker: Option<Asker>,
+    /// What the client declared it can answer; also what a 2026-07-28 upstream is told in
+    /// the call's `_meta` (`clientCapabilities`).
+    pub askable: Askable,
+    /// The client's `_meta["io.modelcontextprotocol/logLevel"]` opt-in, for a 2026-07-28
+    /// upstream.
+    pub log_level: Option<String>,
+    /// A 2026-07-28 client takes the upstream's `input_required` results itself: the result
+    /// is returned as it came (the application seals its state). Otherwise each round's
+    /// questions go to the asker and the actor retries with the answers.
+    pub pass_input_required: bool,
+    /// This call continues an upstream round.
+    pub round: Option<Round>,
+    /// How long one question may wait for its answer.
+    pub question_timeout: Duration,
+}
+
+impl Default for Interaction {
+    fn default() -> Self {
+        Interaction {
+            asker: None,
+            askable: Askable::NONE,
+            log_level: None,
+            pass_input_required: false,
+            round: None,
+            question_timeout: DEFAULT_QUESTION_TIMEOUT,
+        }
+    }
+}
+
+/// `ELICITATION_TIMEOUT_SEC`'s default: a person may be answering.
+pub const DEFAULT_QUESTION_TIMEOUT: Duration = Duration::from_secs(300);
