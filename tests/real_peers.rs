@@ -9,10 +9,12 @@
 //! The scripts do the whole search → describe → call flow and check every answer; their output
 //! (a JSON summary, or `FAIL: …` and a traceback) is shown when a test fails.
 //!
-//! Two tests have an SDK upstream instead (`tests/peers/upstreams/py_ask.py`, Python; and
-//! `ts2_ask.mjs`, TypeScript 2.x returning `inputRequired(...)`), whose tools ask their caller
-//! something (elicitation, roots): through `mcp_call` they must end at once with the upstream's
-//! own reason, never hang or come back as a result the client cannot read.
+//! Three tests have SDK upstreams whose tools ask their caller something (elicitation, sampling,
+//! roots, log lines): `tests/peers/upstreams/py_talk.py` (Python, reached in either era) and
+//! `ts2_ask.mjs` (TypeScript 2.x returning `inputRequired(...)`), called through `mcp_call` by
+//! the SDK clients of `tests/peers/clients/` (`py_talk_client.py` in both eras,
+//! `ts_talk_client.mjs`): the four era pairs, a client without the capabilities, one that never
+//! answers, and two asked at once.
 //!
 //! The clients come from their registries via `scripts/install-test-peers.sh` (into `.venv/` and
 //! `tests/peers/node_modules/`). Without them the tests skip, unless `REQUIRE_PEERS=1` (set by
@@ -114,59 +116,105 @@ async fn spawn_upstream(name: &'static str, program: PathBuf, args: Vec<String>)
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// A Python SDK (`mcp` 2.x) upstream whose tools elicit and list roots, stateful/SSE and
-/// stateless/JSON (the proxy reaches it in the 2026-07-28 era): the proxy declares no client
-/// capabilities, so the SDK refuses to ask, and `mcp_call` returns that refusal at once as an
-/// upstream-side error naming what was asked — well within the upstream timeout (20 s here),
-/// which a call waiting for an answer would run into.
-#[actix_web::test]
-async fn python_sdk_tools_that_ask_end_at_once_with_the_upstreams_reason() {
-    if !peers_available(
-        "python_sdk_tools_that_ask_end_at_once_with_the_upstreams_reason",
-        &[Peer::Python],
-    ) {
-        return;
-    }
-    for flags in [&[][..], &["--stateless", "--json"][..]] {
-        let script = repo_root().join("tests/peers/upstreams/py_ask.py");
-        let mut args = vec![script.display().to_string(), "--port".into(), "0".into()];
-        args.extend(flags.iter().map(|f| f.to_string()));
-        let (mut upstream, url) = spawn_upstream("py_ask", python(), args).await;
-        let proxy = TestProxy::start(&format!("ask={url}")).await;
-        let plain = proxy.mcp_call("plain", serde_json::json!({})).await;
-        assert_eq!(
-            plain["content"][0]["text"],
-            "plain",
-            "{flags:?}: {plain}\n{}",
-            upstream.logs()
-        );
-        for (tool, asked) in [("confirm", "elicitation/create"), ("where", "roots/list")] {
-            let started = Instant::now();
-            let r = proxy.mcp_call(tool, serde_json::json!({})).await;
-            let took = started.elapsed();
-            assert_eq!(r["isError"], true, "{flags:?} {tool}: {r}");
-            let e = &r["structuredContent"]["error"];
-            assert_eq!(e["side"], "upstream", "{flags:?} {tool}: {r}");
-            let message = e["message"].as_str().unwrap_or_default();
-            assert!(
-                message.contains(asked),
-                "{flags:?} {tool}: the upstream's reason names {asked}: {message}"
-            );
-            assert!(took < Duration::from_secs(10), "{flags:?} {tool}: took {took:?}");
-        }
-        proxy.stop().await;
-        upstream.kill();
-    }
+/// Runs one talk client (`program script URL args…`) and asserts it passed; its JSON summary.
+async fn run_talk_client(what: &str, program: PathBuf, script: &str, url: &str, args: &[&str]) -> serde_json::Value {
+    let mut argv = vec![repo_root().join(script).display().to_string(), url.to_string()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let outcome = actix_web::rt::task::spawn_blocking(move || run_bounded(&program, &argv, &[], CLIENT_TIMEOUT))
+        .await
+        .expect("client runner thread");
+    let report = outcome.report();
+    assert!(outcome.success(), "{what} failed\n{report}");
+    let summary: serde_json::Value = serde_json::from_str(outcome.stdout.trim())
+        .unwrap_or_else(|e| panic!("{what}: stdout is not its JSON summary ({e})\n{report}"));
+    assert_eq!(summary["ok"], true, "{what}\n{report}");
+    summary
 }
 
-/// A TypeScript SDK 2.x upstream (2026-07-28) whose tool returns `inputRequired(...)` with an
-/// elicitation: the SDK checks the request's client capabilities (the proxy declares none) and
-/// refuses, and `mcp_call` ends at once with that refusal, naming what was asked.
+/// The Python SDK (`mcp` 2.x) on both sides, through the proxy, in all four era pairs: the
+/// upstream `py_talk.py` (tools that elicit, sample, list roots, log, ask twice) is reached in
+/// 2026-07-28 (dual-era) or 2025-11-25 (`--legacy-only`); the client `py_talk_client.py`
+/// speaks 2025-11-25 (`legacy`) or 2026-07-28 (`modern`). Each pair runs: every kind of
+/// question answered by the client's callbacks and its log lines relayed (`all`), a client
+/// without the capabilities (`nocaps`: an error at once, never a hang), a client that never
+/// answers (`never`: ended by `ELICITATION_TIMEOUT_SEC`; a 2026-07-28 client's late retry is
+/// told the call expired), and two sessions asked at once, each answering its own
+/// (`concurrent`). The TypeScript SDK 1.x client (`ts_talk_client.mjs`, 2025-11-25) runs `all`
+/// too.
+async fn talk_pairs(test: &str, upstream_flags: &[&str]) {
+    if !peers_available(test, &[Peer::Python, Peer::Node]) {
+        return;
+    }
+    let script = repo_root().join("tests/peers/upstreams/py_talk.py");
+    let mut args = vec![script.display().to_string(), "--port".into(), "0".into()];
+    args.extend(upstream_flags.iter().map(|f| f.to_string()));
+    let (mut upstream, url) = spawn_upstream("py_talk", python(), args).await;
+    let proxy = TestProxy::start_with(&format!("talk={url}"), &[("ELICITATION_TIMEOUT_SEC", "3")]).await;
+    let expected_era = if upstream_flags.contains(&"--legacy-only") {
+        "legacy"
+    } else {
+        "modern"
+    };
+    let status = proxy.upstream_status().await;
+    assert_eq!(
+        status.era.map(|e| e.as_str()),
+        Some(expected_era),
+        "{}",
+        upstream.logs()
+    );
+    for era in ["legacy", "modern"] {
+        for scenario in ["all", "nocaps", "never", "concurrent"] {
+            let what = format!("py_talk_client {era} {scenario} (upstream {expected_era})");
+            let args = ["--era", era, "--scenario", scenario, "--source", "talk"];
+            let summary = run_talk_client(
+                &what,
+                python(),
+                "tests/peers/clients/py_talk_client.py",
+                &proxy.url,
+                &args,
+            )
+            .await;
+            println!("{what}: {summary}");
+        }
+    }
+    let what = format!("ts_talk_client all (upstream {expected_era})");
+    let summary = run_talk_client(
+        &what,
+        node(),
+        "tests/peers/clients/ts_talk_client.mjs",
+        &proxy.url,
+        &["--source", "talk"],
+    )
+    .await;
+    assert_eq!(summary["protocol_version"], "2025-11-25", "{summary}");
+    proxy.stop().await;
+    upstream.kill();
+}
+
 #[actix_web::test]
-async fn typescript_sdk_v2_tool_that_asks_ends_at_once_with_the_upstreams_reason() {
+async fn sdk_clients_are_asked_by_a_2026_upstream_in_both_client_eras() {
+    talk_pairs("sdk_clients_are_asked_by_a_2026_upstream_in_both_client_eras", &[]).await;
+}
+
+#[actix_web::test]
+async fn sdk_clients_are_asked_by_a_2025_upstream_in_both_client_eras() {
+    talk_pairs(
+        "sdk_clients_are_asked_by_a_2025_upstream_in_both_client_eras",
+        &["--legacy-only"],
+    )
+    .await;
+}
+
+/// A TypeScript SDK 2.x upstream (2026-07-28) whose tool returns `inputRequired(...)` until
+/// the retry confirms: a Python client in 2026-07-28 gets the round passed through (sealed
+/// state), one in 2025-11-25 is asked on its stream while the proxy answers the rounds, and
+/// the TypeScript SDK 1.x client likewise; a request without a session (nothing can be asked)
+/// ends at once with the tool's question named, on the client's side.
+#[actix_web::test]
+async fn a_typescript_v2_upstreams_rounds_reach_clients_of_both_eras() {
     if !peers_available(
-        "typescript_sdk_v2_tool_that_asks_ends_at_once_with_the_upstreams_reason",
-        &[Peer::Node],
+        "a_typescript_v2_upstreams_rounds_reach_clients_of_both_eras",
+        &[Peer::Node, Peer::Python],
     ) {
         return;
     }
@@ -174,17 +222,35 @@ async fn typescript_sdk_v2_tool_that_asks_ends_at_once_with_the_upstreams_reason
     let args = vec![script.display().to_string(), "--port".into(), "0".into()];
     let (mut upstream, url) = spawn_upstream("ts2_ask", node(), args).await;
     let proxy = TestProxy::start(&format!("ask={url}")).await;
-    let plain = proxy.mcp_call("plain", serde_json::json!({})).await;
-    assert_eq!(plain["content"][0]["text"], "plain", "{plain}\n{}", upstream.logs());
+    for era in ["legacy", "modern"] {
+        let args = ["--era", era, "--scenario", "deploy", "--source", "ask"];
+        let what = format!("py_talk_client {era} deploy");
+        let summary = run_talk_client(
+            &what,
+            python(),
+            "tests/peers/clients/py_talk_client.py",
+            &proxy.url,
+            &args,
+        )
+        .await;
+        assert_eq!(summary["deploy"]["text"], "deployed to prod", "{summary}");
+    }
+    let args = ["--source", "ask", "--scenario", "deploy"];
+    run_talk_client(
+        "ts_talk_client deploy",
+        node(),
+        "tests/peers/clients/ts_talk_client.mjs",
+        &proxy.url,
+        &args,
+    )
+    .await;
     let started = Instant::now();
     let r = proxy.mcp_call("deploy", serde_json::json!({"env": "prod"})).await;
-    let took = started.elapsed();
-    assert_eq!(r["isError"], true, "{r}");
-    let e = &r["structuredContent"]["error"];
-    assert_eq!(e["side"], "upstream", "{r}");
-    let message = e["message"].as_str().unwrap_or_default();
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    assert_eq!(r["isError"], true, "{r}\n{}", upstream.logs());
+    assert_eq!(r["structuredContent"]["error"]["side"], "client", "{r}");
+    let message = r["structuredContent"]["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("elicitation/create"), "{message}");
-    assert!(took < Duration::from_secs(10), "took {took:?}");
     proxy.stop().await;
     upstream.kill();
 }

@@ -331,13 +331,20 @@ impl TestProxy {
     /// `upstreams` is the `UPSTREAMS` value (`label=url|token,...`). Waits (bounded) until the
     /// startup refresh has run, whatever its outcome.
     pub async fn start(upstreams: &str) -> TestProxy {
+        TestProxy::start_with(upstreams, &[]).await
+    }
+
+    /// [`TestProxy::start`] with more configuration variables (`env`, e.g.
+    /// `ELICITATION_TIMEOUT_SEC`).
+    pub async fn start_with(upstreams: &str, env: &[(&str, &str)]) -> TestProxy {
         let upstreams = upstreams.to_string();
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let cfg = Config::from_lookup(&|k| match k {
             "UPSTREAMS" => Some(upstreams.clone()),
             "CATALOG_TTL_SEC" => Some("0".into()),
             "UPSTREAM_TIMEOUT_SEC" => Some("20".into()),
             "REFRESH_MIN_INTERVAL_SEC" => Some("0".into()),
-            _ => None,
+            other => env.iter().find(|(k, _)| k == other).map(|(_, v)| v.clone()),
         })
         .expect("valid proxy configuration");
         let network = server::network(&cfg).expect("the TLS configuration builds");

@@ -3,7 +3,8 @@
 serve() does what `MCPServer.run_streamable_http_async(host="127.0.0.1", ...)` does (the SDK's
 Starlette app under uvicorn), except that it binds the socket itself, so that `--port 0` picks a
 free port, and prints `READY http://127.0.0.1:PORT/mcp` on stdout once uvicorn accepts
-connections (the line the Rust tests and scripts/litellm-stack.sh wait for).
+connections (the line the Rust tests and scripts/litellm-stack.sh wait for). `wrap`, if given, is
+applied to the Starlette app (an ASGI middleware, e.g. py_talk.py's era filter and request trace).
 """
 
 import asyncio
@@ -17,7 +18,7 @@ import uvicorn
 STARTUP_TIMEOUT_SEC = 20
 
 
-def serve(mcp, port, what, *, json_response=False, stateless=False):
+def serve(mcp, port, what, *, json_response=False, stateless=False, wrap=None):
     async def main():
         app = mcp.streamable_http_app(
             streamable_http_path="/mcp",
@@ -25,6 +26,8 @@ def serve(mcp, port, what, *, json_response=False, stateless=False):
             stateless_http=stateless,
             host="127.0.0.1",  # the SDK's DNS-rebinding protection: loopback Host headers only
         )
+        if wrap is not None:
+            app = wrap(app)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         # A restart on the same port must not wait for the old connections' TIME_WAIT.
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
