@@ -254,6 +254,28 @@ async fn an_unanswered_question_times_out_and_both_sides_are_told() {
 }
 
 #[actix_web::test]
+async fn a_question_outlived_by_its_call_is_withdrawn_from_the_client() {
+    let a = asking_upstream(Duration::from_millis(300)).await;
+    let p = proxy(vec![cfg("a", &a.url, Duration::from_secs(10))], Duration::from_secs(30)).await;
+    let mine = session(&p.url, json!({"elicitation": {}})).await;
+    let mut stream = open_call(&p.url, &mine, "a-ask").await;
+    let id = stream.next().await.expect("the question")["id"].clone();
+    // the upstream answers its call without waiting: the client is told the question is moot
+    let note = stream.next().await.expect("a withdrawal");
+    assert_eq!(note["method"], "notifications/cancelled", "{note}");
+    assert_eq!(note["params"]["requestId"], id);
+    assert!(
+        note["params"]["reason"].as_str().unwrap().contains("call ended"),
+        "{note}"
+    );
+    assert_eq!(
+        stream.next().await.expect("the result")["result"]["content"][0]["text"],
+        "done"
+    );
+    p.stop().await;
+}
+
+#[actix_web::test]
 async fn ending_the_session_drops_its_questions_and_the_upstream_hears_the_client_went_away() {
     let a = asking_upstream(Duration::from_millis(1500)).await;
     let p = proxy(vec![cfg("a", &a.url, Duration::from_secs(10))], Duration::from_secs(30)).await;

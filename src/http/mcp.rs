@@ -640,8 +640,10 @@ async fn relay_questions(
 }
 
 /// One question on a client's stream: registered with its session (bounded per session), sent,
-/// and waited for until the client responds, `ELICITATION_TIMEOUT_SEC` passes (the client is
-/// then told the request is cancelled), the session ends, or the call stops waiting.
+/// and waited for until the client responds, `ELICITATION_TIMEOUT_SEC` passes, the session
+/// ends, or the call stops waiting. A question that ends without the client's answer (timed
+/// out, or its call ended first) is withdrawn on the stream too: the client gets
+/// `notifications/cancelled` for it, so it can put the prompt away.
 async fn pose(state: &AppState, session: &str, ask: Ask, stream: &mpsc::UnboundedSender<Value>) {
     let Ask {
         method,
@@ -663,10 +665,12 @@ async fn pose(state: &AppState, session: &str, ask: Ask, stream: &mpsc::Unbounde
         return;
     };
     // the question is withdrawn however this ends (answered, timed out, or dropped with its call)
-    let _withdraw = Withdraw {
+    let mut withdraw = Withdraw {
         sessions: state.sessions.clone(),
         session: session.to_string(),
         id: id.clone(),
+        stream: Some(stream.clone()),
+        reason: "the tool's call ended before the answer came",
     };
     let mut question = serde_json::Map::new();
     question.insert("jsonrpc".into(), json!("2.0"));
@@ -684,30 +688,42 @@ async fn pose(state: &AppState, session: &str, ask: Ask, stream: &mpsc::Unbounde
         r = tokio::time::timeout(timeout, rx) => match r {
             Ok(Ok(Ok(result))) => Reply::Result(result),
             Ok(Ok(Err(error))) => Reply::Error(error),
-            Ok(Err(_)) => Reply::Gone,
+            Ok(Err(_)) => {
+                withdraw.reason = "the client's session ended";
+                Reply::Gone
+            }
             Err(_) => {
-                let note = jsonrpc::notification(
-                    "notifications/cancelled",
-                    Some(json!({"requestId": id, "reason": format!("no answer within {} s (ELICITATION_TIMEOUT_SEC)", timeout.as_secs())})),
-                );
-                let _ = stream.send(note);
+                withdraw.reason = "no answer within ELICITATION_TIMEOUT_SEC";
                 Reply::TimedOut
             }
         },
         () = reply.closed() => return,
     };
+    if matches!(answer, Reply::Result(_) | Reply::Error(_)) {
+        withdraw.stream = None;
+    }
     let _ = reply.send(answer);
 }
 
-/// Withdraws a question from its session's table when dropped.
+/// Withdraws a question from its session's table when dropped, and, unless the client
+/// answered it (`stream` taken), from the client's stream.
 struct Withdraw {
     sessions: actix::Addr<sessions::ClientSessions>,
     session: String,
     id: String,
+    stream: Option<mpsc::UnboundedSender<Value>>,
+    reason: &'static str,
 }
 
 impl Drop for Withdraw {
     fn drop(&mut self) {
+        if let Some(stream) = self.stream.take() {
+            let note = jsonrpc::notification(
+                "notifications/cancelled",
+                Some(json!({"requestId": self.id, "reason": self.reason})),
+            );
+            let _ = stream.send(note);
+        }
         self.sessions.do_send(sessions::Withdraw {
             session: std::mem::take(&mut self.session),
             id: std::mem::take(&mut self.id),
