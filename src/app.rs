@@ -95,7 +95,7 @@ pub struct CallContext {
     /// The client's `params._meta` (what of it goes upstream: `mcp_wire::modern::passthrough_meta`).
     pub meta: Option<Value>,
     /// Receives the upstream's notifications (progress) that precede the result.
-    pub events: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
+    pub events: Option<tokio::sync::mpsc::Sender<Value>>,
     /// Cancels the upstream call (its handle is the HTTP request's).
     pub cancel: Option<CancelToken>,
     /// The call's trace.
@@ -147,7 +147,7 @@ pub struct Held {
     questions: mpsc::Receiver<Ask>,
     waiting: Vec<(String, Ask)>,
     next_key: u32,
-    events: mpsc::UnboundedReceiver<Value>,
+    events: mpsc::Receiver<Value>,
     cancel: CancelHandle,
     upstream: String,
     tool: String,
@@ -397,7 +397,7 @@ impl App {
                 };
                 // 2026-07-28 client that can be asked: the call runs as a task that may be held
                 // between the client's requests (module docs).
-                let (tx_events, events) = mpsc::unbounded_channel();
+                let (tx_events, events) = mpsc::channel(proxy_actors::upstream::NOTIFICATION_BUFFER);
                 let client_events = call.notifications.replace(tx_events);
                 let (cancel, token) = cancel_pair();
                 let client_cancel = call.cancel.replace(token);
@@ -438,7 +438,7 @@ impl App {
     async fn drive(
         &self,
         mut held: Held,
-        events: Option<mpsc::UnboundedSender<Value>>,
+        events: Option<mpsc::Sender<Value>>,
         mut cancel: Option<CancelToken>,
         holder: String,
         id: &CallId,
@@ -716,9 +716,9 @@ fn gone(held: &Held) -> CallOutcome {
 }
 
 /// A notification of a held call, to the client's current request (if it takes them).
-fn forward(events: &Option<mpsc::UnboundedSender<Value>>, note: Value) {
+fn forward(events: &Option<mpsc::Sender<Value>>, note: Value) {
     if let Some(tx) = events {
-        let _ = tx.send(note);
+        let _ = tx.try_send(note);
     }
 }
 

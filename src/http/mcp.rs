@@ -570,7 +570,7 @@ fn modern_stamp_raw(result: &mut RawObject) {
 /// 2025-era session that can be asked, the tool's questions go on the stream too
 /// ([`relay_questions`]).
 fn stream_call(state: web::Data<AppState>, request: Request, call: Call) -> HttpResponse {
-    let (tx, rx) = mpsc::unbounded_channel::<Value>();
+    let (tx, rx) = mpsc::channel::<Value>(proxy_actors::upstream::NOTIFICATION_BUFFER);
     let keepalive = state.settings.sse_keepalive;
     log::debug!(id = request.id.to_string().as_str(); "tools/call answered as a stream");
     let reply = Box::pin(async move {
@@ -624,7 +624,7 @@ async fn relay_questions(
     state: &AppState,
     session: String,
     mut questions: mpsc::Receiver<Ask>,
-    stream: mpsc::UnboundedSender<Value>,
+    stream: mpsc::Sender<Value>,
 ) {
     let mut asking = futures_util::stream::FuturesUnordered::new();
     loop {
@@ -644,7 +644,7 @@ async fn relay_questions(
 /// ends, or the call stops waiting. A question that ends without the client's answer (timed
 /// out, or its call ended first) is withdrawn on the stream too: the client gets
 /// `notifications/cancelled` for it, so it can put the prompt away.
-async fn pose(state: &AppState, session: &str, ask: Ask, stream: &mpsc::UnboundedSender<Value>) {
+async fn pose(state: &AppState, session: &str, ask: Ask, stream: &mpsc::Sender<Value>) {
     let Ask {
         method,
         params,
@@ -679,13 +679,23 @@ async fn pose(state: &AppState, session: &str, ask: Ask, stream: &mpsc::Unbounde
     if let Some(p) = params {
         question.insert("params".into(), p);
     }
-    if stream.send(Value::Object(question)).is_err() {
-        let _ = reply.send(Reply::Gone);
-        return;
-    }
+    // the question's time counts from now: a client that stopped reading its stream (a full
+    // buffer) does not hold it longer
     let timeout = state.app.question_timeout();
+    let deadline = tokio::time::Instant::now() + timeout;
+    match tokio::time::timeout_at(deadline, stream.send(Value::Object(question))).await {
+        Ok(Ok(())) => {}
+        Ok(Err(_)) => {
+            let _ = reply.send(Reply::Gone);
+            return;
+        }
+        Err(_) => {
+            let _ = reply.send(Reply::TimedOut);
+            return;
+        }
+    }
     let answer = tokio::select! {
-        r = tokio::time::timeout(timeout, rx) => match r {
+        r = tokio::time::timeout_at(deadline, rx) => match r {
             Ok(Ok(Ok(result))) => Reply::Result(result),
             Ok(Ok(Err(error))) => Reply::Error(error),
             Ok(Err(_)) => {
@@ -711,7 +721,7 @@ struct Withdraw {
     sessions: actix::Addr<sessions::ClientSessions>,
     session: String,
     id: String,
-    stream: Option<mpsc::UnboundedSender<Value>>,
+    stream: Option<mpsc::Sender<Value>>,
     reason: &'static str,
 }
 
@@ -722,7 +732,7 @@ impl Drop for Withdraw {
                 "notifications/cancelled",
                 Some(json!({"requestId": self.id, "reason": self.reason})),
             );
-            let _ = stream.send(note);
+            let _ = stream.try_send(note);
         }
         self.sessions.do_send(sessions::Withdraw {
             session: std::mem::take(&mut self.session),

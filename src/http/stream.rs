@@ -30,12 +30,12 @@ pub fn reply(accepts: Accepts, text: String) -> HttpResponse {
 /// intermediaries with an idle timeout from cutting a stream that waits on a person (a tool's
 /// question), and it is how a client that went away is noticed (the write fails) before the
 /// call ends of itself.
-pub fn notifications_then<F>(call: F, rx: mpsc::UnboundedReceiver<Value>, keepalive: Duration) -> HttpResponse
+pub fn notifications_then<F>(call: F, rx: mpsc::Receiver<Value>, keepalive: Duration) -> HttpResponse
 where
     F: Future<Output = String> + Unpin + 'static,
 {
     enum Phase<F> {
-        Running(F, mpsc::UnboundedReceiver<Value>),
+        Running(F, mpsc::Receiver<Value>),
         Done,
     }
     let events = futures_util::stream::unfold(Phase::Running(call, rx), move |phase| async move {

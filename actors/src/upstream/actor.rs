@@ -92,8 +92,9 @@ pub struct CallTool {
     pub input_schema: Arc<Value>,
     /// Client `_meta` to pass on (e.g. `progressToken`), reserved keys already removed.
     pub meta: Map<String, Value>,
-    /// Where `notifications/*` that precede the result are forwarded.
-    pub notifications: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
+    /// Where `notifications/*` that precede the result are forwarded (bounded: see
+    /// [`NOTIFICATION_BUFFER`]).
+    pub notifications: Option<tokio::sync::mpsc::Sender<Value>>,
     /// Abandons the call when its handle cancels it or is dropped (see [`cancel`](super::cancel)).
     pub cancel: Option<CancelToken>,
     /// The call's trace: sent as the `traceparent`/`tracestate` headers (the caller also put it
@@ -297,6 +298,10 @@ fn error_kind(e: &UpstreamError) -> Option<UpstreamErrorKind> {
         }
     })
 }
+
+/// Notifications one call may have waiting for its client (a slow reader, or a 2026-07-28
+/// client between its rounds); more are dropped.
+pub const NOTIFICATION_BUFFER: usize = 256;
 
 /// Progress can stretch a call to at most this many upstream timeouts.
 const PROGRESS_TIMEOUT_FACTOR: u32 = 4;
@@ -560,7 +565,8 @@ async fn call_once(
             clock.last_activity.set(Instant::now());
         }
         if let Some(tx) = &msg.notifications {
-            let _ = tx.send(v);
+            // a client that does not keep up loses notifications, never the proxy's memory
+            let _ = tx.try_send(v);
         }
     };
     let answer = async {

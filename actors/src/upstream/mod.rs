@@ -54,6 +54,7 @@ mod session;
 
 pub use actor::{
     CallTool, EndSession, FollowListChanges, GetStatus, ListTools, Listing, UpstreamActor, UpstreamStatus,
+    NOTIFICATION_BUFFER,
 };
 pub use ask::{Ask, Asker, Interaction, Reply, Round};
 pub use cancel::{cancel_pair, CancelHandle, CancelToken};
