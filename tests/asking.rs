@@ -333,6 +333,35 @@ async fn a_session_that_declared_nothing_is_not_asked_and_not_streamed() {
     p.stop().await;
 }
 
+#[actix_web::test]
+async fn a_question_outside_any_call_gets_a_clean_error() {
+    // `roots/list` on the shared session's standalone stream: no single client owns it
+    let a = fake(|req, _| match req.rpc().as_str() {
+        "initialize" => json_reply(&result_of(req, init_result(true))),
+        "GET" => {
+            let ask = json!({"jsonrpc": "2.0", "id": "up-1", "method": "roots/list"});
+            vec![
+                Part::Send(sse_head_chunked()),
+                Part::Send(chunk(event(&ask).as_bytes())),
+                Part::Hang,
+            ]
+        }
+        _ => legacy(req, &[t("a-plain")]),
+    })
+    .await;
+    let p = proxy(vec![cfg("a", &a.url, Duration::from_secs(10))], Duration::from_secs(30)).await;
+    let up = answer_to_up1(&a).await;
+    assert_eq!(up["error"]["code"], -32601, "{up}");
+    assert!(
+        up["error"]["message"].as_str().unwrap().contains("outside a tool call"),
+        "{up}"
+    );
+    assert!(scrape(&p.base)
+        .await
+        .contains(r#"method="roots/list",outcome="declined"} 1"#));
+    p.stop().await;
+}
+
 // ---------------------------------------------------------------------------------------------
 // 2026-07-28: input_required rounds passed through with a sealed requestState
 // ---------------------------------------------------------------------------------------------
