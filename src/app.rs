@@ -26,8 +26,9 @@
 //!   its open call: the call runs as a task, and when it asks, it is held
 //!   (`proxy_actors::held`) under an id the sealed state names, and its questions go to the
 //!   client as an `input_required` result; the retry takes it, answers the questions, and
-//!   waits again. A held call not resumed within `ELICITATION_TIMEOUT_SEC` is dropped, which
-//!   cancels it upstream.
+//!   waits again. A held call not resumed within `ELICITATION_TIMEOUT_SEC` expires: its
+//!   questions time out (the upstream is told so), and a call still running 2 s later is
+//!   cancelled upstream. The sealed state names the client group it was issued to.
 //!
 //! Measured here, from the typed outcomes (never from a reply's JSON): each relayed call by
 //! upstream, tool and outcome, its latency and the calls in flight; each search's queries,
@@ -180,6 +181,8 @@ const MAX_HELD_TOTAL: usize = 1024;
 struct CallId {
     name: String,
     digest: String,
+    /// The client group the state is issued to (see [`Talk::holder`]).
+    holder: String,
 }
 
 impl App {
@@ -285,11 +288,15 @@ impl App {
         let id = matches!(ctx.talk.asking, Asking::Rounds).then(|| CallId {
             digest: request_state::call_digest(&name, &arguments),
             name: name.clone(),
+            holder: ctx.talk.holder.clone(),
         });
         let mut round = None;
         if let (Some(retry), Some(id)) = (ctx.talk.retry.take(), &id) {
             if let Some(state) = &retry.state {
-                match self.sealer.open(state, &id.name, &id.digest, request_state::unix_now()) {
+                match self
+                    .sealer
+                    .open(state, &id.name, &id.digest, &id.holder, request_state::unix_now())
+                {
                     Err(refused) => return self.refused_state(&name, refused.message().to_string()),
                     Ok(Claims {
                         resume: Resume::Held { id: held },
@@ -452,6 +459,8 @@ impl App {
         tokio::pin!(cancelled);
         loop {
             tokio::select! {
+                // an ended call is never held for one more useless round
+                biased;
                 outcome = &mut held.outcome => {
                     while let Ok(note) = held.events.try_recv() {
                         forward(&events, note);
@@ -471,6 +480,11 @@ impl App {
                         let key = format!("q{}", held.next_key);
                         held.next_key += 1;
                         held.waiting.push((key, ask));
+                    }
+                    // a question the call stopped waiting for (timed out on its side) is not shown
+                    held.waiting.retain(|(_, ask)| !ask.reply.is_closed());
+                    if held.waiting.is_empty() {
+                        continue;
                     }
                     let requests: Vec<asks::InputRequest> = held
                         .waiting
@@ -502,7 +516,7 @@ impl App {
                             held = back;
                             for (_, ask) in held.waiting.drain(..) {
                                 let _ = ask.reply.send(Reply::Error(RpcError::new(
-                                    asks::MISSING_CAPABILITY,
+                                    jsonrpc::INTERNAL_ERROR,
                                     "The proxy's client has too many calls waiting for its answers (MAX_PENDING_QUESTIONS); this question was not asked",
                                 )));
                             }
@@ -571,6 +585,7 @@ impl App {
         self.sealer.seal(&Claims {
             tool: id.name.clone(),
             digest: id.digest.clone(),
+            holder: id.holder.clone(),
             resume,
             expires: request_state::unix_now() + self.question_timeout.as_secs(),
         })

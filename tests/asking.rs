@@ -276,7 +276,7 @@ async fn a_question_outlived_by_its_call_is_withdrawn_from_the_client() {
 }
 
 #[actix_web::test]
-async fn ending_the_session_drops_its_questions_and_the_upstream_hears_the_client_went_away() {
+async fn ending_the_session_cancels_its_calls_and_drops_their_questions() {
     let a = asking_upstream(Duration::from_millis(1500)).await;
     let p = proxy(vec![cfg("a", &a.url, Duration::from_secs(10))], Duration::from_secs(30)).await;
     let mine = session(&p.url, json!({"elicitation": {}})).await;
@@ -289,9 +289,16 @@ async fn ending_the_session_drops_its_questions_and_the_upstream_hears_the_clien
         .await
         .unwrap();
     assert_eq!(ended.status(), 200);
-    let up = answer_to_up1(&a).await;
-    assert_eq!(up["error"]["code"], -32800, "{up}");
-    assert!(up["error"]["message"].as_str().unwrap().contains("went away"), "{up}");
+    // the session's call is cancelled upstream (as any call of an ended session), its question
+    // dropped
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while a.count("notifications/cancelled") == 0 {
+        assert!(Instant::now() < deadline, "the upstream was not told");
+        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    // a response on the ended session is refused as the spec says (404)
+    let late = json!({"jsonrpc": "2.0", "id": "mcp-search-proxy-x-1", "result": {"action": "accept"}});
+    assert_eq!(respond(&p.url, &mine, late).await, 404);
     assert!(scrape(&p.base)
         .await
         .contains(r#"method="elicitation/create",outcome="abandoned"} 1"#));
@@ -314,6 +321,32 @@ async fn a_client_that_leaves_while_asked_cancels_the_call_upstream() {
         actix_web::rt::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(a.count("notifications/cancelled"), 1, "{:?}", a.seen.borrow());
+    p.stop().await;
+}
+
+#[actix_web::test]
+async fn a_client_may_cancel_a_call_that_asks_it_something() {
+    let a = asking_upstream(Duration::from_secs(5)).await;
+    let p = proxy(vec![cfg("a", &a.url, Duration::from_secs(10))], Duration::from_secs(30)).await;
+    let mine = session(&p.url, json!({"elicitation": {}})).await;
+    let mut stream = open_call(&p.url, &mine, "a-ask").await;
+    let id = stream.next().await.expect("the question")["id"].clone();
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9, "reason": "user"}});
+    assert_eq!(respond(&p.url, &mine, cancel).await, 202);
+    // the question is withdrawn, the call ends as cancelled, and the upstream is told
+    let note = stream.next().await.expect("a withdrawal");
+    assert_eq!(
+        (note["method"].as_str(), &note["params"]["requestId"]),
+        (Some("notifications/cancelled"), &id)
+    );
+    let end = stream.next().await.expect("the end");
+    assert_eq!(end["error"]["code"], -32800, "{end}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while a.count("notifications/cancelled") == 0 {
+        assert!(Instant::now() < deadline, "the upstream was not told");
+        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
+    }
     p.stop().await;
 }
 
@@ -405,6 +438,11 @@ async fn modern_call(url: &str, args: Value, extra: Value) -> Value {
 
 /// [`modern_call`] of another upstream tool.
 async fn modern_call_of(url: &str, tool: &str, args: Value, extra: Value) -> Value {
+    modern_call_as(url, None, tool, args, extra).await
+}
+
+/// [`modern_call_of`] with a client token.
+async fn modern_call_as(url: &str, token: Option<&str>, tool: &str, args: Value, extra: Value) -> Value {
     let mut params = json!({"name": "mcp_call", "arguments": {"name": tool, "arguments": args},
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                   "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
@@ -413,11 +451,15 @@ async fn modern_call_of(url: &str, tool: &str, args: Value, extra: Value) -> Val
         p.extend(e.clone());
     }
     let body = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": params});
-    let headers = [
+    let bearer = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![
         ("MCP-Protocol-Version", "2026-07-28"),
         ("Mcp-Method", "tools/call"),
         ("Mcp-Name", "mcp_call"),
     ];
+    if let Some(b) = &bearer {
+        headers.push(("Authorization", b.as_str()));
+    }
     let (status, _, text) = post_raw(url, body.to_string(), &headers).await;
     assert_eq!(status, 200, "{text}");
     let data: String = text
@@ -603,13 +645,42 @@ async fn held_calls_are_bounded_per_client() {
     assert_eq!(third["content"][0]["text"], "done", "{third}");
     let declined: Vec<Value> = answers_to_up1(&a)
         .into_iter()
-        .filter(|b| b["error"]["code"] == -32021)
+        .filter(|b| b["error"]["code"] == -32603)
         .collect();
     assert_eq!(declined.len(), 1, "{:?}", answers_to_up1(&a));
     assert!(declined[0]["error"]["message"]
         .as_str()
         .unwrap()
         .contains("MAX_PENDING_QUESTIONS"));
+    p.stop().await;
+}
+
+#[actix_web::test]
+async fn a_round_resumes_only_for_the_client_group_it_was_issued_to() {
+    let a = modern_upstream().await;
+    let token = |group: &str| mcp_search_proxy::config::ClientToken {
+        group: group.into(),
+        token: format!("{group}-token-0123456789abcdef"),
+    };
+    let settings = HttpSettings {
+        auth: mcp_search_proxy::http::auth::Authenticator::new(&[token("team-a"), token("team-b")]),
+        ..settings()
+    };
+    let p = start_proxy_with(
+        vec![cfg("m", &a.url, Duration::from_secs(10))],
+        catalog_config(None),
+        settings,
+        ServerLimits::default(),
+    )
+    .await;
+    let (ta, tb) = ("team-a-token-0123456789abcdef", "team-b-token-0123456789abcdef");
+    let args = json!({"env": "prod"});
+    let round = modern_call_as(&p.url, Some(ta), "m-deploy", args.clone(), json!({})).await;
+    let retry = json!({"inputResponses": {"confirm": {"action": "accept"}}, "requestState": round["requestState"]});
+    let stolen = modern_call_as(&p.url, Some(tb), "m-deploy", args.clone(), retry.clone()).await;
+    assert!(error_message(&stolen).contains("another client"), "{stolen}");
+    let done = modern_call_as(&p.url, Some(ta), "m-deploy", args, retry).await;
+    assert_eq!(done["content"][0]["text"], "deployed accept", "{done}");
     p.stop().await;
 }
 

@@ -85,8 +85,10 @@ pub struct ClientSessions {
     questions: HashMap<(String, String), oneshot::Sender<Result<serde_json::Value, RpcError>>>,
     /// Questions waiting per session.
     waiting: HashMap<String, usize>,
-    /// Numbers the proxy-owned request ids.
+    /// Numbers the proxy-owned request ids, after a random prefix of this process (an answer
+    /// meant for a question of an earlier process, or of another replica, reaches nothing).
     next_question: u64,
+    question_prefix: String,
     /// (session id, request id as text) → dropping the sender cancels the call.
     inflight: HashMap<(String, String), oneshot::Sender<()>>,
     /// Cancels of calls not in `inflight` (yet), with when they came.
@@ -100,6 +102,7 @@ impl Default for ClientSessions {
             questions: HashMap::new(),
             waiting: HashMap::new(),
             next_question: 1,
+            question_prefix: mint_id(Askable::NONE).map_or_else(|| "0".into(), |id| id[..8].to_string()),
             inflight: HashMap::new(),
             early_cancels: HashMap::new(),
         }
@@ -176,12 +179,24 @@ impl Handler<Pose> for ClientSessions {
     type Result = Option<String>;
 
     fn handle(&mut self, msg: Pose, _: &mut Self::Context) -> Option<String> {
+        // questions of this session nobody waits for any more (their call's future was dropped
+        // before it could withdraw them) give their places back
+        let session = msg.session.as_str();
+        let stale: Vec<(String, String)> = self
+            .questions
+            .iter()
+            .filter(|((s, _), reply)| s == session && reply.is_closed())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in stale {
+            self.forget_question(&key);
+        }
         let waiting = self.waiting.entry(msg.session.clone()).or_insert(0);
         if *waiting >= msg.limit {
             return None;
         }
         *waiting += 1;
-        let id = format!("mcp-search-proxy-{}", self.next_question);
+        let id = format!("mcp-search-proxy-{}-{}", self.question_prefix, self.next_question);
         self.next_question += 1;
         self.questions.insert((msg.session, id.clone()), msg.reply);
         Some(id)
@@ -362,7 +377,13 @@ mod tests {
         let (q2, _r2) = pose(&s, "a").await;
         assert!(q1.is_some() && q2.is_some());
         assert_eq!(pose(&s, "a").await.0, None, "limit 2 per session");
-        assert!(pose(&s, "b").await.0.is_some(), "another session has its own bound");
+        // another session has its own bound; a question nobody waits for any more (its
+        // call's receiver dropped before it withdrew it) gives its place back
+        let (b1, rb1) = pose(&s, "b").await;
+        let (b2, _rb2) = pose(&s, "b").await;
+        assert!(b1.is_some() && b2.is_some());
+        drop(rb1);
+        assert!(pose(&s, "b").await.0.is_some(), "the stale question was purged");
         s.send(Withdraw {
             session: "a".into(),
             id: q2.unwrap(),

@@ -137,6 +137,12 @@ pub async fn post(
     let (era, session) = match msg {
         // A client's response to a question the proxy relayed: routed to the call waiting for it.
         Incoming::Response { id, result, error } => {
+            if header_str(&req, "mcp-session-id").is_some_and(|sid| state.ended_sessions.contains(sid)) {
+                return Err(HttpError::invalid_request(
+                    StatusCode::NOT_FOUND,
+                    "Session not found: it was ended; its questions were withdrawn",
+                ));
+            }
             answered(&req, &state, id, result, error).await;
             return Ok(HttpResponse::Accepted().finish());
         }
@@ -592,6 +598,13 @@ fn stream_call(state: web::Data<AppState>, request: Request, call: Call) -> Http
             _ => None,
         };
         let work = until_cut(&state, &cancel, dispatch(&state, &request, call.era, context));
+        // a legacy client may cancel its own call with notifications/cancelled
+        let work = async {
+            match &call.session {
+                Some(sid) => cancellable(&state, sid, &request.id, work).await,
+                None => work.await,
+            }
+        };
         let outcome = match questions {
             Some((session, questions)) => alongside(work, relay_questions(&state, session, questions, tx)).await,
             None => {
@@ -659,7 +672,7 @@ async fn pose(state: &AppState, session: &str, ask: Ask, stream: &mpsc::Sender<V
     });
     let Ok(Some(id)) = posed.await else {
         let _ = reply.send(Reply::Error(RpcError::new(
-            mcp_wire::asks::MISSING_CAPABILITY,
+            jsonrpc::INTERNAL_ERROR,
             format!("The proxy's client has {limit} questions waiting already (MAX_PENDING_QUESTIONS); this {method} was not asked"),
         )));
         return;

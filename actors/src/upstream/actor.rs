@@ -10,7 +10,8 @@
 //! # Calls: progress, timeouts, cancellation
 //! `notifications/progress` arriving on a call's SSE stream are forwarded to the caller as they
 //! come, and each one extends the call's timeout (by one upstream timeout, up to four times
-//! the timeout in all). A timeout error states how long the request really ran. If the
+//! the timeout for one exchange; a 2026-07-28 round is a new exchange, and time a question
+//! waits on the client is not counted). A timeout error states how long the request really ran. If the
 //! caller's receiver is dropped (its client went away), the call is abandoned: the upstream
 //! stream is closed (the modern era's cancellation) and a legacy upstream is also sent
 //! `notifications/cancelled` for the request.
@@ -431,11 +432,14 @@ const EMPTY_ROUND_PAUSE: Duration = Duration::from_millis(100);
 const ASK_GRACE: Duration = Duration::from_secs(5);
 
 /// A call's clock: the last sign of life of the upstream, and the questions waiting on the
-/// client. A waiting question stops the clock (a person may be answering; the question has
-/// its own timeout), and the time spent waiting is added to the progress cap.
+/// client. While a question waits the clock stops (a person may be answering; the question has
+/// its own timeout), and the wall-clock time during which any question waited is added to the
+/// progress cap (once, however many waited together).
 struct Clock {
     last_activity: Cell<Instant>,
     waiting: Cell<usize>,
+    /// Since when at least one question has been waiting.
+    since: Cell<Option<Instant>>,
     waited: Cell<Duration>,
 }
 
@@ -444,8 +448,40 @@ impl Clock {
         Clock {
             last_activity: Cell::new(Instant::now()),
             waiting: Cell::new(0),
+            since: Cell::new(None),
             waited: Cell::new(Duration::ZERO),
         }
+    }
+
+    /// A question starts waiting; it stops when the guard is dropped (answered, or its future
+    /// dropped with the exchange it came on), so the count never stays up.
+    fn wait(&self) -> Waiting<'_> {
+        if self.waiting.get() == 0 {
+            self.since.set(Some(Instant::now()));
+        }
+        self.waiting.set(self.waiting.get() + 1);
+        Waiting(self)
+    }
+
+    fn is_waiting(&self) -> bool {
+        self.waiting.get() > 0
+    }
+}
+
+/// One question waiting on the client (see [`Clock::wait`]).
+struct Waiting<'a>(&'a Clock);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let clock = self.0;
+        clock.waiting.set(clock.waiting.get().saturating_sub(1));
+        let now = Instant::now();
+        if clock.waiting.get() == 0 {
+            if let Some(since) = clock.since.take() {
+                clock.waited.set(clock.waited.get() + (now - since));
+            }
+        }
+        clock.last_activity.set(now);
     }
 }
 
@@ -476,6 +512,13 @@ async fn call_tool(conn: &Connection, msg: &mut CallTool) -> Result<RawObject, U
         let Some((questions, state)) = input_round(&result) else {
             return Ok(result);
         };
+        if questions.len() > MAX_QUESTIONS {
+            // not cut short: the upstream's retry would lack the answers it asked for
+            return Err(UpstreamError::InvalidReply(format!(
+                "input_required asks {} questions in one round, more than the proxy's {MAX_QUESTIONS}",
+                questions.len()
+            )));
+        }
         if talk.pass_input_required || talk.asker.is_none() {
             let outcome = if talk.pass_input_required {
                 AskedOutcome::Passed
@@ -667,10 +710,23 @@ const REQUEST_TIMED_OUT: i64 = -32001;
 /// Asks the call's client one question and waits for its reply (see [`Clock`]); a question
 /// the client cannot take is answered with an error at once. Counted and logged by outcome.
 async fn ask(conn: &Connection, talk: &Interaction, method: &str, params: Option<Value>, clock: &Clock) -> Reply {
+    // -32021 only for a capability the client lacks; the proxy's own limits are its errors
     let declined = |message: String, missing: Option<Value>| {
-        let mut e = RpcError::new(asks::MISSING_CAPABILITY, message);
+        let code = if missing.is_some() {
+            asks::MISSING_CAPABILITY
+        } else {
+            jsonrpc::INTERNAL_ERROR
+        };
+        let mut e = RpcError::new(code, message);
         e.data = missing.map(|m| json!({ "requiredCapabilities": m }));
         (AskedOutcome::Declined, Reply::Error(e))
+    };
+    // counted however this ends: a question dropped mid-wait (its call was cancelled or ended)
+    // counts as abandoned
+    let mut counted = Counted {
+        conn,
+        method,
+        outcome: AskedOutcome::Abandoned,
     };
     let (outcome, reply) = match (talk.askable.allows(method, params.as_ref()), &talk.asker) {
         (Err(asks::Missing(needed)), _) => declined(
@@ -694,16 +750,13 @@ async fn ask(conn: &Connection, talk: &Interaction, method: &str, params: Option
                     None,
                 )
             } else {
-                clock.waiting.set(clock.waiting.get() + 1);
-                let started = Instant::now();
+                let waiting = clock.wait();
                 let reply = match tokio::time::timeout(talk.question_timeout + ASK_GRACE, rx).await {
                     Ok(Ok(reply)) => reply,
                     Ok(Err(_)) => Reply::Gone,
                     Err(_) => Reply::TimedOut,
                 };
-                clock.waiting.set(clock.waiting.get() - 1);
-                clock.waited.set(clock.waited.get() + started.elapsed());
-                clock.last_activity.set(Instant::now());
+                drop(waiting);
                 let outcome = match reply {
                     Reply::Result(_) => AskedOutcome::Answered,
                     Reply::Error(_) => AskedOutcome::Refused,
@@ -714,8 +767,21 @@ async fn ask(conn: &Connection, talk: &Interaction, method: &str, params: Option
             }
         }
     };
-    count_asked(conn, method, outcome);
+    counted.outcome = outcome;
     reply
+}
+
+/// Counts one question by its outcome when dropped (see [`ask`]).
+struct Counted<'a> {
+    conn: &'a Connection,
+    method: &'a str,
+    outcome: AskedOutcome,
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        count_asked(self.conn, self.method, self.outcome);
+    }
 }
 
 /// Why a question has no usable answer, in words.
@@ -737,16 +803,16 @@ fn count_asked(conn: &Connection, method: &str, outcome: AskedOutcome) {
     conn.spec.metrics.upstream_request(&conn.spec.label, method, outcome);
 }
 
-/// A 2026-07-28 `input_required` result: its questions (at most [`MAX_QUESTIONS`], in the
-/// map's order) and its `requestState`. `None` for any other result.
+/// A 2026-07-28 `input_required` result: its questions (in the map's order) and its
+/// `requestState`. `None` for any other result.
 fn input_round(result: &RawObject) -> Option<(Vec<asks::InputRequest>, Option<String>)> {
     let (requests, state) = asks::input_round(result)?;
-    Some((asks::input_requests(&requests, MAX_QUESTIONS), state))
+    Some((asks::input_requests(&requests, usize::MAX), state))
 }
 
 /// Like `with_timeout`, but each progress notification restarts the clock, within
-/// `PROGRESS_TIMEOUT_FACTOR` timeouts in all (plus the time spent waiting on the client), and
-/// the clock stops while a question waits on the client.
+/// `PROGRESS_TIMEOUT_FACTOR` timeouts for this exchange (plus the time its questions waited on
+/// the client), and the clock stops while a question waits on the client.
 async fn with_progress_timeout<T>(
     conn: &Connection,
     fut: impl std::future::Future<Output = Result<T, UpstreamError>>,
@@ -754,23 +820,26 @@ async fn with_progress_timeout<T>(
 ) -> Result<T, UpstreamError> {
     let timeout = conn.spec.timeout;
     let started = Instant::now();
+    // waits of earlier exchanges (rounds) do not extend this one
+    let waited_before = clock.waited.get();
     let cap = timeout * PROGRESS_TIMEOUT_FACTOR;
+    let hard_cap = || started + cap + (clock.waited.get() - waited_before);
     tokio::pin!(fut);
     loop {
         let now = Instant::now();
-        let deadline = if clock.waiting.get() > 0 {
+        let deadline = if clock.is_waiting() {
             now + timeout
         } else {
-            (clock.last_activity.get() + timeout).min(started + cap + clock.waited.get())
+            (clock.last_activity.get() + timeout).min(hard_cap())
         };
         tokio::select! {
             r = &mut fut => return r,
             _ = tokio::time::sleep_until(deadline.into()) => {
                 let now = Instant::now();
-                if clock.waiting.get() > 0 {
+                if clock.is_waiting() {
                     continue;
                 }
-                if now >= started + cap + clock.waited.get() || clock.last_activity.get() + timeout <= now {
+                if now >= hard_cap() || clock.last_activity.get() + timeout <= now {
                     return Err(UpstreamError::Timeout { elapsed: started.elapsed() });
                 }
             }
@@ -861,7 +930,11 @@ mod tests {
             .map(|i| (format!("k{i}"), json!({"method": "roots/list"})))
             .collect();
         let r = raw(json!({"resultType": "input_required", "inputRequests": many}));
-        assert_eq!(input_round(&r).map(|(q, _)| q.len()), Some(MAX_QUESTIONS));
+        assert_eq!(
+            input_round(&r).map(|(q, _)| q.len()),
+            Some(1000),
+            "all read: more than 16 fail the call"
+        );
     }
 
     #[test]
@@ -919,6 +992,34 @@ mod tests {
             Value::Object(envelope(&roots)),
             json!({modern::META_CLIENT_CAPABILITIES: {"roots": {}}})
         );
+    }
+
+    #[test]
+    fn questions_that_wait_together_stop_the_clock_once_and_never_leave_it_stopped() {
+        let clock = Clock::new();
+        let a = clock.wait();
+        let b = clock.wait();
+        std::thread::sleep(Duration::from_millis(30));
+        drop(a);
+        assert!(clock.is_waiting());
+        drop(b);
+        assert!(!clock.is_waiting());
+        let waited = clock.waited.get();
+        assert!(
+            waited >= Duration::from_millis(30) && waited < Duration::from_millis(60),
+            "{waited:?}: once, not twice"
+        );
+        // a question whose future is dropped mid-wait (its exchange ended) stops waiting too
+        let fut = async {
+            let _w = clock.wait();
+            std::future::pending::<()>().await;
+        };
+        let mut fut = Box::pin(fut);
+        let waker = futures_util::task::noop_waker();
+        let _ = std::future::Future::poll(fut.as_mut(), &mut std::task::Context::from_waker(&waker));
+        assert!(clock.is_waiting());
+        drop(fut);
+        assert!(!clock.is_waiting());
     }
 
     #[test]

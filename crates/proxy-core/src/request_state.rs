@@ -5,8 +5,9 @@
 //! state is the client's to hold, so it is **sealed**: it binds where the call resumes (an
 //! upstream's own `requestState`, or a call the proxy holds for a 2025-era upstream), the
 //! `mcp_call` it belongs to (tool name and a digest of its arguments) and an expiry, under an
-//! HMAC-SHA256 tag. A state that was altered, belongs to another call, or has expired is
-//! refused with a message that says which. With the same key (`REQUEST_STATE_SECRET`) every
+//! HMAC-SHA256 tag, together with the client it was issued to (its token group: a state that
+//! leaks does not let another group resume the call). A state that was altered, belongs to
+//! another call or client, or has expired is refused with a message that says which. With the same key (`REQUEST_STATE_SECRET`) every
 //! instance can verify every state: a stateless round resumes on any of them.
 //!
 //! Wire form: `base64url(JSON claims) "." base64url(tag)`, no padding. The claims are
@@ -42,6 +43,8 @@ pub struct Claims {
     pub tool: String,
     /// [`call_digest`] of the `mcp_call`'s tool name and arguments.
     pub digest: String,
+    /// The client it was issued to (its `PROXY_TOKENS` group; empty without tokens).
+    pub holder: String,
     pub resume: Resume,
     /// Unix seconds after which the state is refused.
     pub expires: u64,
@@ -55,6 +58,8 @@ pub enum Refused {
     Tampered,
     /// Sealed for another tool or other arguments.
     OtherCall,
+    /// Issued to another client (token group).
+    OtherClient,
     /// Past its expiry.
     Expired,
 }
@@ -64,6 +69,7 @@ impl Refused {
         match self {
             Refused::Tampered => "requestState was not issued by this proxy (altered, truncated, or sealed under another REQUEST_STATE_SECRET); call the tool again without requestState and inputResponses",
             Refused::OtherCall => "requestState belongs to another mcp_call: retry with the same name and arguments that returned it, or call again without requestState",
+            Refused::OtherClient => "requestState was issued to another client (PROXY_TOKENS group); call the tool again without requestState",
             Refused::Expired => "requestState has expired (the answers came after ELICITATION_TIMEOUT_SEC); call the tool again without requestState and inputResponses",
         }
     }
@@ -83,7 +89,9 @@ impl std::fmt::Debug for Sealer {
 
 /// States longer than this are refused unread (the claims hold at most an upstream's own
 /// state, itself bounded where it is read).
-pub const MAX_STATE_CHARS: usize = 96 * 1024;
+/// (An upstream's state of up to 64 KiB can grow 6-fold escaped in JSON, then by a third in
+/// base64.)
+pub const MAX_STATE_CHARS: usize = 1024 * 1024;
 
 impl Sealer {
     /// A key derived from a configured secret (shared by instances that must verify each
@@ -119,9 +127,9 @@ impl Sealer {
         format!("{}.{}", URL_SAFE_NO_PAD.encode(&json), URL_SAFE_NO_PAD.encode(tag))
     }
 
-    /// The claims of `state`, if this key sealed it, it is for the call `(tool, digest)`, and
-    /// it has not expired at `now` (unix seconds).
-    pub fn open(&self, state: &str, tool: &str, digest: &str, now: u64) -> Result<Claims, Refused> {
+    /// The claims of `state`, if this key sealed it, it is for the call `(tool, digest)` of
+    /// `holder`, and it has not expired at `now` (unix seconds).
+    pub fn open(&self, state: &str, tool: &str, digest: &str, holder: &str, now: u64) -> Result<Claims, Refused> {
         if state.len() > MAX_STATE_CHARS {
             return Err(Refused::Tampered);
         }
@@ -132,6 +140,9 @@ impl Sealer {
         let claims: Claims = serde_json::from_slice(&json).map_err(|_| Refused::Tampered)?;
         if claims.tool != tool || claims.digest != digest {
             return Err(Refused::OtherCall);
+        }
+        if claims.holder != holder {
+            return Err(Refused::OtherClient);
         }
         if claims.expires < now {
             return Err(Refused::Expired);
@@ -192,6 +203,7 @@ mod tests {
         Claims {
             tool: "deploy".into(),
             digest: call_digest("deploy", &json!({"env": "prod"})),
+            holder: "team-a".into(),
             resume,
             expires: 1000,
         }
@@ -214,19 +226,26 @@ mod tests {
         ] {
             let c = claims(resume);
             let state = s.seal(&c);
-            assert_eq!(s.open(&state, "deploy", &d, 999), Ok(c.clone()));
-            assert_eq!(s.open(&state, "deploy", &d, 1000), Ok(c.clone()));
-            assert_eq!(s.open(&state, "deploy", &d, 1001), Err(Refused::Expired));
-            assert_eq!(s.open(&state, "undeploy", &d, 0), Err(Refused::OtherCall));
+            assert_eq!(s.open(&state, "deploy", &d, "team-a", 999), Ok(c.clone()));
+            assert_eq!(s.open(&state, "deploy", &d, "team-a", 1000), Ok(c.clone()));
+            assert_eq!(s.open(&state, "deploy", &d, "team-a", 1001), Err(Refused::Expired));
+            assert_eq!(s.open(&state, "undeploy", &d, "team-a", 0), Err(Refused::OtherCall));
+            assert_eq!(s.open(&state, "deploy", &d, "team-b", 0), Err(Refused::OtherClient));
             let other = call_digest("deploy", &json!({"env": "dev"}));
-            assert_eq!(s.open(&state, "deploy", &other, 0), Err(Refused::OtherCall));
+            assert_eq!(s.open(&state, "deploy", &other, "team-a", 0), Err(Refused::OtherCall));
             // another instance with the same secret opens it; another secret does not
-            assert_eq!(Sealer::new(Some("secret")).open(&state, "deploy", &d, 0), Ok(c));
             assert_eq!(
-                Sealer::new(Some("other")).open(&state, "deploy", &d, 0),
+                Sealer::new(Some("secret")).open(&state, "deploy", &d, "team-a", 0),
+                Ok(c)
+            );
+            assert_eq!(
+                Sealer::new(Some("other")).open(&state, "deploy", &d, "team-a", 0),
                 Err(Refused::Tampered)
             );
-            assert_eq!(Sealer::new(None).open(&state, "deploy", &d, 0), Err(Refused::Tampered));
+            assert_eq!(
+                Sealer::new(None).open(&state, "deploy", &d, "team-a", 0),
+                Err(Refused::Tampered)
+            );
         }
     }
 
@@ -241,17 +260,21 @@ mod tests {
             b[i] = if b[i] == b'A' { b'B' } else { b'A' };
             let altered = String::from_utf8(b).unwrap();
             if altered != state {
-                assert!(s.open(&altered, "deploy", &d, 0).is_err(), "byte {i}");
+                assert!(s.open(&altered, "deploy", &d, "team-a", 0).is_err(), "byte {i}");
             }
-            assert!(s.open(&state[..i], "deploy", &d, 0).is_err(), "cut at {i}");
+            assert!(s.open(&state[..i], "deploy", &d, "team-a", 0).is_err(), "cut at {i}");
         }
         // claims re-encoded with another resume point but the old tag
         let (_, tag) = state.split_once('.').unwrap();
         let forged = serde_json::to_vec(&claims(Resume::Held { id: "h2".into() })).unwrap();
         let forged = format!("{}.{tag}", URL_SAFE_NO_PAD.encode(forged));
-        assert_eq!(s.open(&forged, "deploy", &d, 0), Err(Refused::Tampered));
+        assert_eq!(s.open(&forged, "deploy", &d, "team-a", 0), Err(Refused::Tampered));
         for junk in ["", ".", "a.b", "not base64!.x", &"A".repeat(MAX_STATE_CHARS + 1)] {
-            assert_eq!(s.open(junk, "deploy", &d, 0), Err(Refused::Tampered), "{junk:.20}");
+            assert_eq!(
+                s.open(junk, "deploy", &d, "team-a", 0),
+                Err(Refused::Tampered),
+                "{junk:.20}"
+            );
         }
     }
 
