@@ -301,7 +301,10 @@ impl App {
                     Ok(Claims {
                         resume: Resume::Held { id: held },
                         ..
-                    }) => return self.resume_held(&held, retry.responses, ctx, id).await,
+                    }) => {
+                        // boxed: a rare path whose state would otherwise enlarge every call's future
+                        return Box::pin(self.resume_held(&held, retry.responses, ctx, id)).await;
+                    }
                     Ok(Claims {
                         resume: Resume::Upstream { upstream, state },
                         ..
@@ -426,7 +429,7 @@ impl App {
                     upstream: upstream.to_string(),
                     tool,
                 };
-                return self.drive(held, client_events, client_cancel, talk.holder, id).await;
+                return Box::pin(self.drive(held, client_events, client_cancel, talk.holder, id)).await;
             }
             Prepared::Unknown => CallOutcome::unknown_tool(&snap, &name),
             Prepared::Rejected { index, rejection } => CallOutcome::Rejected {

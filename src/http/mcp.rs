@@ -349,7 +349,13 @@ async fn answered(
 async fn answer(state: &AppState, request: &Request, call: Call) -> Result<String, HttpError> {
     let started = std::time::Instant::now();
     let (cancel, token) = cancel_pair();
-    let work = until_cut(state, &cancel, dispatch(state, request, call.era, call.context(token)));
+    // boxed: the request's future (~9 KB, the application's) is not moved through each layer
+    // that awaits it (memmove was 8% of the proxy's CPU)
+    let work = until_cut(
+        state,
+        &cancel,
+        Box::pin(dispatch(state, request, call.era, call.context(token))),
+    );
     let outcome = match (&call.session, request.method.as_str()) {
         // A legacy client may cancel its own call with notifications/cancelled.
         (Some(sid), "tools/call") => cancellable(state, sid, &request.id, work).await,
@@ -597,7 +603,7 @@ fn stream_call(state: web::Data<AppState>, request: Request, call: Call) -> Http
             }
             _ => None,
         };
-        let work = until_cut(&state, &cancel, dispatch(&state, &request, call.era, context));
+        let work = until_cut(&state, &cancel, Box::pin(dispatch(&state, &request, call.era, context)));
         // a legacy client may cancel its own call with notifications/cancelled
         let work = async {
             match &call.session {

@@ -642,7 +642,8 @@ async fn call_once(
         trace: msg.trace.as_ref(),
         envelope: (!envelope.is_empty()).then_some(envelope),
     };
-    let call = conn.request("tools/call", Some(params), opts);
+    // boxed: the exchange's future (~14 KB) would otherwise be held, and moved, twice in this one
+    let call = Box::pin(conn.request("tools/call", Some(params), opts));
     let mut token = msg.cancel.clone();
     let cancelled = async {
         match token.as_mut() {
