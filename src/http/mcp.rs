@@ -134,7 +134,7 @@ pub async fn post(
     checks::content_type(&req)?;
     let msg =
         Incoming::parse(&body).map_err(|bad| HttpError::rpc(StatusCode::BAD_REQUEST, bad.error).with_id(bad.id))?;
-    let (era, session) = match msg {
+    let msg = match msg {
         // A client's response to a question the proxy relayed: routed to the call waiting for it.
         Incoming::Response { id, result, error } => {
             if header_str(&req, "mcp-session-id").is_some_and(|sid| state.ended_sessions.contains(sid)) {
@@ -146,11 +146,12 @@ pub async fn post(
             answered(&req, &state, id, result, error).await;
             return Ok(HttpResponse::Accepted().finish());
         }
-        ref msg => match msg {
-            Incoming::Request(r) => admit(&req, &state, Some(&r.id), &r.method, r.params.as_ref())?,
-            Incoming::Notification { method, params } => admit(&req, &state, None, method, params.as_ref())?,
-            Incoming::Response { .. } => unreachable!("answered above"),
-        },
+        other => other,
+    };
+    let (era, session) = match &msg {
+        Incoming::Request(r) => admit(&req, &state, Some(&r.id), &r.method, r.params.as_ref())?,
+        Incoming::Notification { method, params } => admit(&req, &state, None, method, params.as_ref())?,
+        Incoming::Response { .. } => return Ok(HttpResponse::Accepted().finish()),
     };
     let request = match msg {
         Incoming::Request(r) => r,
