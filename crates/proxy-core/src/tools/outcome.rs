@@ -113,26 +113,23 @@ impl CallOutcome {
             CallOutcome::StateRefused { tool, message } => {
                 json!({"error": {"side": "client", "tool": tool, "message": format!("mcp_call of {tool} not resumed: {message}.")}})
             }
-            CallOutcome::Failed(f) if f.client_side => {
-                let msg = format!(
-                    "Calling {} (upstream {:?}) ended: {}. {}.",
-                    f.tool,
-                    f.upstream,
-                    f.error.trim_end_matches('.'),
-                    f.advice
-                );
-                json!({"error": {"side": "client", "upstream": f.upstream, "tool": f.tool, "message": msg, "retryable": f.retryable}})
-            }
             CallOutcome::Failed(f) => {
                 // the upstream's own words may end a sentence already
-                let msg = format!(
-                    "Upstream {:?} failed calling {}: {}. {}.",
-                    f.upstream,
-                    f.tool,
-                    f.error.trim_end_matches('.'),
-                    f.advice
-                );
-                json!({"error": {"side": "upstream", "upstream": f.upstream, "tool": f.tool, "message": msg, "retryable": f.retryable}})
+                let error = f.error.trim_end_matches('.');
+                let (side, msg) = if f.client_side {
+                    let msg = format!(
+                        "Calling {} (upstream {:?}) ended: {error}. {}.",
+                        f.tool, f.upstream, f.advice
+                    );
+                    ("client", msg)
+                } else {
+                    let msg = format!(
+                        "Upstream {:?} failed calling {}: {error}. {}.",
+                        f.upstream, f.tool, f.advice
+                    );
+                    ("upstream", msg)
+                };
+                json!({"error": {"side": side, "upstream": f.upstream, "tool": f.tool, "message": msg, "retryable": f.retryable}})
             }
             CallOutcome::Rejected { rejection, .. } => rejection.to_json(),
             CallOutcome::UnknownTool { name, did_you_mean } => {
