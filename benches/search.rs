@@ -5,7 +5,7 @@
 //! ≤ 300 ms. Criterion reports the mean and median of each; the queries mix the forms models
 //! write (keywords, one word, a name, a typo, another language, a short and a long pasted
 //! request, nothing).
-//! Skips (benchmarks nothing) when `../shared/bench` is absent.
+//! Skips (benchmarks nothing) when `../shared/bench` is absent (`SHARED_DIR` names another folder).
 //!
 //! With the embedding model installed (`scripts/fetch-model.sh`, or `EMBED_MODEL`), the
 //! `hybrid/*` groups measure the semantic arm (issue "Search that generalizes": p50 ≤ 5 ms at
@@ -40,8 +40,11 @@ const QUERIES: &[&str] = &[
     "Analyze and extract detailed, structured information from the LinkedIn profile at https://www.linkedin.com/in/johndoe to comprehensively evaluate an individual's qualifications, domain-specific expertise, career trajectory, and notable professional achievements, with a particular focus on leadership growth and collaboration patterns",
 ];
 
+#[path = "../tests/support/shared_dir.rs"]
+mod shared_dir;
+
 fn bench_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/catalogs")
+    shared_dir::shared_dir().join("bench/catalogs")
 }
 
 const CATALOGS: [(&str, &str); 2] = [("deployment-557", "deployment.json"), ("real-11k", "real-11k.json")];

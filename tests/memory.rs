@@ -4,15 +4,15 @@
 //!
 //! The upstreams run as separate processes (`mcp-search-proxy demo-upstream`), so the counts
 //! are the proxy's and the test client's only; the client's share is kept small (one plain
-//! TCP connection, its buffers reused). The catalog comes from `../shared/bench/catalogs/`;
-//! without it the tests skip with a message, unless `REQUIRE_PEERS=1` (CI), where they fail.
+//! TCP connection, its buffers reused). The 11k catalog comes from `../shared/bench/catalogs/`
+//! (`SHARED_DIR` names another folder); without it that guard skips with a message, unless
+//! `REQUIRE_SHARED=1` (CI), where it fails.
 //!
 //! The bounds are the budget of docs/performance.md ("Memory"); each assertion prints the
 //! measured figure.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -39,23 +39,6 @@ fn alone(guard: impl std::future::Future<Output = ()>) {
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one_at_a_time = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     actix_web::rt::System::new().block_on(guard);
-}
-
-fn catalog_or_skip(name: &str) -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/bench/catalogs")
-        .join(name);
-    if path.is_file() {
-        return Some(path);
-    }
-    if std::env::var("REQUIRE_PEERS").as_deref() == Ok("1") {
-        panic!("{} is missing and REQUIRE_PEERS=1", path.display());
-    }
-    eprintln!(
-        "skipped: {} is missing (the memory guards need ../shared/bench)",
-        path.display()
-    );
-    None
 }
 
 /// `mcp-search-proxy demo-upstream` serving `catalog`, as a child process on a free port.
@@ -118,7 +101,8 @@ fn the_11k_catalog_loads_and_refreshes_within_its_heap_budget() {
 
 async fn load_and_refresh_11k() {
     const BUDGET_MIB: f64 = 48.0;
-    let Some(catalog) = catalog_or_skip("real-11k.json") else {
+    let test = "the_11k_catalog_loads_and_refreshes_within_its_heap_budget";
+    let Some(catalog) = shared_dir::shared_or_skip("bench/catalogs/real-11k.json", test) else {
         return;
     };
     heap::mimalloc_is_global();

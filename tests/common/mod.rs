@@ -2,6 +2,9 @@
 //! fault injection) and an in-process proxy on port 0, driven over real HTTP.
 #![allow(dead_code)]
 
+#[path = "../support/shared_dir.rs"]
+pub mod shared_dir;
+
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 

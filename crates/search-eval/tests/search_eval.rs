@@ -2,8 +2,8 @@
 //! requests no tool in the deployment catalog serves) against the deployment catalog, ranked by
 //! the same code as `search-eval`. The floors of every visible set are in `search_floors.rs`.
 //!
-//! Skips (passes, with a message) when `../shared/bench` is not there, unless `REQUIRE_PEERS=1`
-//! (CI), where that fails.
+//! Skips (passes, with a message) when `../shared/bench` is not there (`SHARED_DIR` names
+//! another folder), unless `REQUIRE_SHARED=1` (CI), where that fails.
 
 mod common;
 
@@ -145,12 +145,18 @@ fn deployment_query_kinds_and_unanswerable_requests() {
 
 #[test]
 fn a_missing_bench_skips_unless_required() {
-    let missing = Path::new(env!("CARGO_MANIFEST_DIR")).join("no-such-bench");
-    assert_eq!(common::bench_at(&missing, false, "t"), None);
-    let panic = std::panic::catch_unwind(|| common::bench_at(&missing, true, "t")).unwrap_err();
+    let empty = Path::new(env!("CARGO_MANIFEST_DIR")).join("no-such-shared");
+    let skip = common::shared_at(&empty, "bench", false, "t").unwrap_err();
+    assert!(
+        skip.starts_with("skipped t: needs ") && skip.contains("SHARED_DIR"),
+        "{skip}"
+    );
+    let panic = std::panic::catch_unwind(|| common::shared_at(&empty, "bench", true, "t")).unwrap_err();
     let msg = panic.downcast_ref::<String>().expect("a formatted message");
     assert!(
-        msg.contains(&missing.display().to_string()) && msg.contains("REQUIRE_PEERS=1"),
+        msg.contains(&empty.join("bench").display().to_string()) && msg.contains("REQUIRE_SHARED=1"),
         "{msg}"
     );
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    assert_eq!(common::shared_at(here, "src", true, "t"), Ok(here.join("src")));
 }

@@ -17,12 +17,12 @@
 //! (each `sets[].report.overall`: `r1`, `r5`, `mrr`, `abstain` truncated to four decimals,
 //! `zero_result` rounded up to four).
 //!
-//! Skips with a message when `../shared/bench` is absent, unless `REQUIRE_PEERS=1` (CI), where
-//! that fails. The semantic floors need the model (`scripts/fetch-model.sh`) and the vectors
-//! cached by a release run of `search-eval --all-visible --embed-model
-//! models/all-MiniLM-L6-v2` (a debug build would take hours to embed 13k tools);
-//! `scripts/test.sh` does both. Without them the semantic floors skip, unless
-//! `REQUIRE_PEERS=1` (CI), where they fail.
+//! Skips with a message when `../shared/bench` is absent (`SHARED_DIR` names another folder),
+//! unless `REQUIRE_SHARED=1` (CI), where that fails. The semantic floors need the model
+//! (`scripts/fetch-model.sh`) and the vectors cached by a release run of `search-eval
+//! --all-visible --embed-model models/all-MiniLM-L6-v2` (a debug build would take hours to embed
+//! 13k tools); `scripts/test.sh` does both. Without the model they skip, unless
+//! `REQUIRE_PEERS=1`, where they fail.
 
 mod common;
 
