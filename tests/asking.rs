@@ -516,7 +516,7 @@ async fn a_modern_round_is_passed_through_sealed_and_its_retry_resumes_it() {
         ),
         (
             modern_call(&p.url, json!({"env": "dev"}), retry(&state)).await,
-            "another mcp_call",
+            "belongs to another call",
         ),
         (
             modern_call(&p.url, args.clone(), retry("up-state")).await,

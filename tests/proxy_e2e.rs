@@ -43,12 +43,12 @@ async fn search_describe_call_through_two_upstreams() {
         .collect();
     assert_eq!(names, ["mcp_search", "mcp_describe", "mcp_call", "mcp_refresh"]);
 
-    // Search finds tools of both upstreams; hits carry source and required params.
+    // Search finds tools of both upstreams; hits carry the source and the parameters' line.
     let r = call(&p.url, "mcp_search", json!({"query": "navigate browser url"})).await;
     let hit = &r["structuredContent"]["results"][0];
     assert_eq!(hit["name"], "browser_navigate");
     assert_eq!(hit["source"], "web");
-    assert_eq!(hit["required"], json!(["url"]));
+    assert_eq!(hit["params"], json!("url: string"));
     let r = call(&p.url, "mcp_search", json!({"query": "alpha-echo"})).await;
     assert_eq!(r["structuredContent"]["results"][0]["name"], "alpha-echo");
     assert_eq!(r["structuredContent"]["results"][0]["source"], "alpha");
@@ -556,7 +556,11 @@ async fn invalid_arguments_never_reach_the_upstream() {
     assert!(pairs.contains(&("/mode".into(), "enum".into())), "{pairs:?}");
     assert!(pairs.contains(&("".into(), "additionalProperties".into())), "{pairs:?}");
     assert_eq!(e["inputSchema"]["properties"]["level"]["maximum"], 5);
-    assert!(e["message"].as_str().unwrap().contains("arguments/level"));
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains("level: 9 is greater than the maximum of 5"),
+        "{message}"
+    );
     assert_eq!(a.control.stats().tools_call, 0, "nothing was sent upstream");
     let r = mcp_call(&p.url, "alpha-set", json!({"level": "3"})).await;
     assert_ne!(r["isError"], true, "{r}");

@@ -539,7 +539,7 @@ async fn dispatch(state: &AppState, req: &Request, era: Era, call: CallContext) 
                 None => return Err(Failure::Rpc(RpcError::new(
                     jsonrpc::INVALID_PARAMS,
                     format!(
-                        "Unknown tool: {name}. This server exposes mcp_search, mcp_describe, mcp_call and mcp_refresh; call upstream tools through mcp_call."
+                        "Unknown tool: {name}. This server has four tools: the search tool (mcp_search), the describe tool (mcp_describe), the call tool (mcp_call) and the refresh tool (mcp_refresh); run an upstream tool through the call tool."
                     ),
                 ))),
             };
@@ -855,13 +855,9 @@ pub fn server_info() -> Value {
 
 /// The `instructions` text: the workflow, then the tier-1 listing of sources.
 pub fn instructions(snap: &proxy_core::catalog::Snapshot, listing_max_chars: usize) -> String {
-    let mut s = String::from(
-        "This server gives access to the tools of other MCP servers through four tools. \
-         Workflow: mcp_search (find tools by what you want to do) -> mcp_describe (full schema) -> mcp_call (run it). \
-         Call mcp_call directly when you already know the exact tool name and arguments.\n",
-    );
+    let mut s = format!("{}\n", proxy_core::tools::WORKFLOW);
     if snap.tools.is_empty() {
-        s.push_str("No tools are available yet (no upstream has answered); try mcp_refresh.\n");
+        s.push_str("No tools are available yet (no upstream has answered); try the refresh tool (mcp_refresh).\n");
     } else {
         s.push_str(&format!("Tool sources ({} tools):\n", snap.tools.len()));
         s.push_str(&snap.listing(listing_max_chars));

@@ -91,9 +91,9 @@ async def flow(url, mode, summary):
         top = hits[0].get("name", "")
         check(top.startswith("quillmail-") and "send" in top, "mcp_search 'send email': top hit is not a quillmail send tool", top)
         for h in hits:
-            for key in ("name", "source", "description", "required"):
+            for key in ("name", "source", "description", "params"):
                 check(key in h, f"mcp_search hit lacks '{key}'", h)
-            check(isinstance(h["required"], list), "mcp_search hit: 'required' is not a list", h)
+            check(isinstance(h["params"], str), "mcp_search hit: 'params' is not a string", h)
         check(texts(r), "mcp_search: no text content block (for clients without structuredContent)", dump(r))
         summary["search_top"] = [h["name"] for h in hits[:3]]
 

@@ -68,8 +68,8 @@ async function flow(url, summary) {
     const top = hits[0].name ?? '';
     check(top.startsWith('quillmail-') && top.includes('send'), "mcp_search 'send email': top hit is not a quillmail send tool", top);
     for (const h of hits) {
-      for (const key of ['name', 'source', 'description', 'required']) check(key in h, `mcp_search hit lacks '${key}'`, h);
-      check(Array.isArray(h.required), "mcp_search hit: 'required' is not a list", h);
+      for (const key of ['name', 'source', 'description', 'params']) check(key in h, `mcp_search hit lacks '${key}'`, h);
+      check(typeof h.params === 'string', "mcp_search hit: 'params' is not a string", h);
     }
     check(texts(r).length > 0, 'mcp_search: no text content block (for clients without structuredContent)', r);
     summary.search_top = hits.slice(0, 3).map((h) => h.name);

@@ -12,7 +12,14 @@
 //!   parses exactly (`"5"` → 5, `"2.5"` → 2.5, `"true"` → true), recursively through
 //!   `properties` and `items`;
 //! - `null` for an optional property whose schema does not allow null means "not given": the
-//!   property is dropped (models often write out every parameter, null for the unused ones).
+//!   property is dropped (models often write out every parameter, null for the unused ones);
+//! - a single value where the schema wants an array of values of its type becomes a one-item
+//!   array (`"to": "a@x.com"` → `["a@x.com"]`);
+//! - an array or object sent as JSON text, where the schema wants an array or an object, is
+//!   parsed (`"[\"a\", \"b\"]"` → `["a", "b"]`).
+//!
+//! A repair applies only where the schema names exactly one type (besides `null`): under
+//! `anyOf` or `oneOf` of several shapes nothing is guessed, and validation decides.
 
 use std::sync::{Arc, OnceLock};
 
@@ -82,6 +89,11 @@ fn coerce_at(schema: &Value, value: Value, path: &str, notes: &mut Vec<String>, 
     if depth > 32 {
         return value;
     }
+    // a single value, or JSON text, where an array or an object is wanted
+    let value = match reshaped(schema, value, path, notes) {
+        Ok(v) => return coerce_at(schema, v, path, notes, depth + 1),
+        Err(v) => v,
+    };
     match value {
         Value::String(s) => match scalar_target(schema) {
             Some(target) => match parse_exact(&s, target) {
@@ -131,6 +143,74 @@ fn coerce_at(schema: &Value, value: Value, path: &str, notes: &mut Vec<String>, 
             None => Value::Array(a),
         },
         other => other,
+    }
+}
+
+/// `value` reshaped to the array or object `schema` wants (`Ok`, with a note), or given back
+/// unchanged (`Err`): JSON text of an array or object is parsed, and a single value that fits
+/// the array's items becomes a one-item array.
+fn reshaped(schema: &Value, value: Value, path: &str, notes: &mut Vec<String>) -> Result<Value, Value> {
+    let wanted = single_type(schema);
+    let at = display_path(path);
+    match (wanted, value) {
+        (Some("array"), Value::Array(a)) => Err(Value::Array(a)),
+        (Some(kind @ ("array" | "object")), Value::String(s)) => {
+            let parsed = serde_json::from_str::<Value>(s.trim()).ok();
+            match parsed {
+                Some(v @ Value::Array(_)) if kind == "array" => {
+                    notes.push(format!("{at}: JSON text parsed as an array"));
+                    Ok(v)
+                }
+                Some(v @ Value::Object(_)) if kind == "object" => {
+                    notes.push(format!("{at}: JSON text parsed as an object"));
+                    Ok(v)
+                }
+                _ if kind == "array" && fits_items(schema, &Value::String(s.clone())) => {
+                    notes.push(format!("{at}: single value wrapped in a one-item array"));
+                    Ok(Value::Array(vec![Value::String(s)]))
+                }
+                _ => Err(Value::String(s)),
+            }
+        }
+        (Some("array"), v) if !v.is_null() && fits_items(schema, &v) => {
+            notes.push(format!("{at}: single value wrapped in a one-item array"));
+            Ok(Value::Array(vec![v]))
+        }
+        (_, v) => Err(v),
+    }
+}
+
+/// The one type a schema names (`type`, a string or a list with `null` besides), if exactly one.
+fn single_type(schema: &Value) -> Option<&str> {
+    match schema.get("type") {
+        Some(Value::String(t)) => Some(t.as_str()),
+        Some(Value::Array(ts)) => match ts
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|t| *t != "null")
+            .collect::<Vec<_>>()[..]
+        {
+            [one] => Some(one),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether `value` is one item of the array `schema` wants: its `items` name exactly one type
+/// and the value is of it (or converts to it exactly, as a string to a number).
+fn fits_items(schema: &Value, value: &Value) -> bool {
+    let Some(items) = schema.get("items").filter(|i| i.is_object()) else {
+        return false;
+    };
+    match (single_type(items), value) {
+        (Some("string"), Value::String(_)) => true,
+        (Some("integer"), Value::Number(n)) => n.is_i64() || n.is_u64(),
+        (Some("number"), Value::Number(_)) => true,
+        (Some("boolean"), Value::Bool(_)) => true,
+        (Some("object"), Value::Object(_)) => true,
+        (Some(t @ ("integer" | "number" | "boolean")), Value::String(s)) => parse_exact(s, t).is_some(),
+        _ => false,
     }
 }
 
@@ -244,6 +324,67 @@ mod tests {
         let (v, notes) = coerce(&schema(), json!({"count": "5.5", "flag": "yes"}));
         assert_eq!(v, json!({"count": "5.5", "flag": "yes"}));
         assert!(notes.is_empty());
+    }
+
+    #[test]
+    fn a_single_value_becomes_a_one_item_array_and_json_text_is_parsed() {
+        let s = json!({"type": "object", "properties": {
+            "to": {"type": "array", "items": {"type": "string"}},
+            "ids": {"type": ["array", "null"], "items": {"type": "integer"}},
+            "rows": {"type": "array", "items": {"type": "object"}},
+            "filter": {"type": "object", "properties": {"n": {"type": "integer"}}},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        }});
+        let (v, notes) = coerce(
+            &s,
+            json!({"to": "alice@example.com", "ids": "7", "rows": {"a": 1}, "filter": "{\"n\": \"3\"}", "tags": " [\"a\", \"b\"] "}),
+        );
+        assert_eq!(
+            v,
+            json!({"to": ["alice@example.com"], "ids": [7], "rows": [{"a": 1}], "filter": {"n": 3}, "tags": ["a", "b"]})
+        );
+        assert!(
+            notes.contains(&"arguments/to: single value wrapped in a one-item array".to_owned()),
+            "{notes:?}"
+        );
+        assert!(
+            notes.contains(&"arguments/filter: JSON text parsed as an object".to_owned()),
+            "{notes:?}"
+        );
+        assert!(
+            notes.contains(&"arguments/tags: JSON text parsed as an array".to_owned()),
+            "{notes:?}"
+        );
+        // wrapped, then the item converted: two notes
+        assert!(
+            notes.iter().filter(|n| n.starts_with("arguments/ids")).count() == 2,
+            "{notes:?}"
+        );
+        assert_eq!(notes.len(), 7, "{notes:?}");
+    }
+
+    #[test]
+    fn nothing_is_reshaped_where_the_schema_is_ambiguous_or_the_value_does_not_fit() {
+        let s = json!({"type": "object", "properties": {
+            "either": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+            "mixed": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}},
+            "untyped": {"type": "array"},
+            "numbers": {"type": "array", "items": {"type": "integer"}},
+            "object": {"type": "object"},
+            "many": {"type": ["array", "string"], "items": {"type": "string"}},
+        }});
+        let given =
+            json!({"either": "x", "mixed": "x", "untyped": "x", "numbers": "seven", "object": "not json", "many": "x"});
+        let (v, notes) = coerce(&s, given.clone());
+        assert_eq!(v, given);
+        assert!(notes.is_empty(), "{notes:?}");
+        let (v, notes) = coerce(&s, json!({"numbers": 2.5, "object": "[1]"}));
+        assert_eq!(
+            v,
+            json!({"numbers": 2.5, "object": "[1]"}),
+            "a float is not an integer; an array is not an object"
+        );
+        assert!(notes.is_empty(), "{notes:?}");
     }
 
     #[test]

@@ -68,7 +68,7 @@ impl Refused {
     pub fn message(&self) -> &'static str {
         match self {
             Refused::Tampered => "requestState was not issued by this proxy (altered, truncated, or sealed under another REQUEST_STATE_SECRET); call the tool again without requestState and inputResponses",
-            Refused::OtherCall => "requestState belongs to another mcp_call: retry with the same name and arguments that returned it, or call again without requestState",
+            Refused::OtherCall => "requestState belongs to another call of the call tool (mcp_call): retry with the same name and arguments that returned it, or call again without requestState",
             Refused::OtherClient => "requestState was issued to another client (PROXY_TOKENS group); call the tool again without requestState",
             Refused::Expired => "requestState has expired (the answers came after ELICITATION_TIMEOUT_SEC); call the tool again without requestState and inputResponses",
         }

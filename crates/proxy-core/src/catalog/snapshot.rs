@@ -236,7 +236,9 @@ impl Snapshot {
             let text = render(i, level);
             if out.len() + text.len() > max_chars {
                 let rest = groups.len() - i;
-                out.push_str(&format!("… and {rest} more sources (use mcp_search)\n"));
+                out.push_str(&format!(
+                    "… and {rest} more sources (find them with the search tool, mcp_search)\n"
+                ));
                 break;
             }
             out.push_str(&text);
@@ -631,7 +633,7 @@ mod tests {
         // Below even that, sources are cut and counted.
         assert_eq!(
             s.listing(30),
-            "cal: Cal x. (2 tools)\n… and 1 more sources (use mcp_search)\n"
+            "cal: Cal x. (2 tools)\n… and 1 more sources (find them with the search tool, mcp_search)\n"
         );
     }
 

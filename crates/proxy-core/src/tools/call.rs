@@ -12,8 +12,10 @@ use mcp_wire::raw::RawObject;
 use serde_json::{json, Value};
 
 use super::names::closest_names;
+use super::signature::signature;
 use crate::args::{self, Violation};
 use crate::catalog::resolve::{resolve, Resolution};
+use crate::catalog::snapshot::clip;
 use crate::catalog::Snapshot;
 
 /// `_meta` key under which a relayed result lists the repairs made to the call.
@@ -117,8 +119,53 @@ pub fn missing_required(schema: &Value, arguments: &Value) -> Vec<String> {
         .collect()
 }
 
+/// One violation in words: where (a parameter, `items/0/name`, or the arguments as a whole)
+/// and what the validator said, clipped.
+fn violation_words(v: &Violation) -> String {
+    let at = v.path.trim_start_matches('/');
+    let what = clip(&v.message, 120);
+    if at.is_empty() {
+        format!("the arguments: {what}")
+    } else {
+        format!("{at}: {what}")
+    }
+}
+
 impl Rejection {
-    /// The structured error: what is wrong, the schema to follow.
+    /// What is wrong and how to fix it, in words a model acts on (see
+    /// [`super::outcome::ERROR_TEXT_CHARS`]): the tool, the arguments at fault, and its
+    /// parameters' line, so that the next call can be right without another lookup.
+    pub fn message(&self) -> String {
+        match self {
+            Rejection::Missing {
+                tool, missing, schema, ..
+            } => format!(
+                "{tool} was not called: the required argument{} {} {} missing. Its parameters: {}. Call it again with them.",
+                if missing.len() == 1 { "" } else { "s" },
+                missing.join(", "),
+                if missing.len() == 1 { "is" } else { "are" },
+                signature(schema)
+            ),
+            Rejection::Invalid {
+                tool,
+                violations,
+                schema,
+            } => {
+                let shown: Vec<String> = violations.iter().take(3).map(violation_words).collect();
+                let more = match violations.len().saturating_sub(3) {
+                    0 => String::new(),
+                    n => format!("; and {n} more"),
+                };
+                format!(
+                    "{tool} was not called: its arguments do not match its schema ({}{more}). Its parameters: {}. Fix the arguments and call it again.",
+                    shown.join("; "),
+                    signature(schema)
+                )
+            }
+        }
+    }
+
+    /// The structured error: the side, what is wrong in detail, the schema to follow.
     pub fn to_json(&self) -> Value {
         match self {
             Rejection::Missing {
@@ -127,34 +174,13 @@ impl Rejection {
                 required,
                 schema,
             } => {
-                let msg = format!(
-                    "Missing required argument(s) for {tool}: {}. The tool was not called. Call mcp_describe with names [{tool:?}] for its full schema.",
-                    missing.join(", ")
-                );
-                json!({"error": {"side": "client", "message": msg, "missing": missing, "required": required, "inputSchema": &**schema}})
+                json!({"side": "client", "tool": tool, "missing": missing, "required": required, "inputSchema": &**schema})
             }
             Rejection::Invalid {
                 tool,
                 violations,
                 schema,
-            } => {
-                let listed: Vec<String> = violations
-                    .iter()
-                    .map(|v| {
-                        let at = if v.path.is_empty() {
-                            "arguments".to_string()
-                        } else {
-                            format!("arguments{}", v.path)
-                        };
-                        format!("{at} ({}): {}", v.constraint, v.message)
-                    })
-                    .collect();
-                let msg = format!(
-                    "Invalid arguments for {tool}; the tool was not called. {}. Fix them to match the inputSchema.",
-                    listed.join("; ")
-                );
-                json!({"error": {"side": "client", "message": msg, "violations": violations, "inputSchema": &**schema}})
-            }
+            } => json!({"side": "client", "tool": tool, "violations": violations, "inputSchema": &**schema}),
         }
     }
 }

@@ -21,12 +21,21 @@ pub const HIT_DESCRIPTION_CHARS: usize = 500;
 /// not the document.
 pub use tool_search::MAX_QUERY_CHARS;
 
+/// The workflow the server's `instructions` open with. Clients often show the four tools under
+/// a prefix (`searchproxy_mcp_search`), so the text names each by its role first: a model that
+/// copied a bare name from here would call a tool its client does not know.
+pub const WORKFLOW: &str = "This server gives access to the tools of other MCP servers through four tools \
+(your client may show their names with a prefix, e.g. x_mcp_search). Workflow: find a tool with the search \
+tool (mcp_search), read its full schema with the describe tool (mcp_describe) when its parameters are unclear, \
+and run it with the call tool (mcp_call). Run it at once when you already know the exact tool name and \
+arguments.";
+
 /// The `tools` array of `tools/list`, as JSON text (fixed, byte-stable).
 pub fn definitions() -> Value {
     json!([
         {
             "name": SEARCH,
-            "description": "Find tools across all connected MCP servers. Workflow: mcp_search -> mcp_describe (full schema) -> mcp_call. Hits list each tool's name, source, description and required parameters; if those suffice, call it directly. An empty result means no such tool exists: rephrase or pick another source.",
+            "description": "Find tools across all connected MCP servers. A hit gives a tool's name, source, description and parameters (`x?` is optional). If they suffice, run it with the call tool (mcp_call); else first get its full schema with the describe tool (mcp_describe): for object parameters, or a list ending in `…`. No hit means no such tool: rephrase or try a source.",
             "inputSchema": {
                 "type": "object",
                 "properties": {
@@ -42,7 +51,7 @@ pub fn definitions() -> Value {
         },
         {
             "name": DESCRIBE,
-            "description": "Get the full definitions (inputSchema, outputSchema, annotations) of up to 10 tools by exact name, before calling them.",
+            "description": "Get the full definitions (inputSchema, outputSchema, annotations) of up to 10 tools by exact name.",
             "inputSchema": {
                 "type": "object",
                 "properties": {"names": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_DESCRIBE}},
@@ -52,7 +61,7 @@ pub fn definitions() -> Value {
         },
         {
             "name": CALL,
-            "description": "Call a tool by its exact name with arguments that match its inputSchema. Use a name from mcp_search; when unsure of the arguments, mcp_describe it first. A tool may ask the user or the model something while it runs (a confirmation, a choice, a completion, the workspace roots): the question reaches the client as the tool's own request, and the client's answer is passed back to the tool.",
+            "description": "Run a tool by its exact name, as the search tool (mcp_search) gives it, with arguments matching its inputSchema. The tool may ask the user or the model something while it runs (a confirmation, a choice, a completion, the roots): the client's answer is passed back to it.",
             "inputSchema": {
                 "type": "object",
                 "properties": {

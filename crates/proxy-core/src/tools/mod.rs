@@ -9,7 +9,8 @@
 //! - [`request`]: [`ToolRequest::parse`]: tool name + JSON arguments → [`ToolRequest`] or a
 //!   [`UsageError`] the model can act on. The only place the arguments' JSON is read.
 //! - [`search`]: `mcp_search` (lexical, or hybrid with the semantic arm's vectors passed in
-//!   as [`SearchVectors`]) → [`SearchAnswer`].
+//!   as [`SearchVectors`]) → [`SearchAnswer`]; [`signature`]: a hit's parameters as one line
+//!   a model can call from (`to: string[], subject: string, cc?: string[]`).
 //! - [`describe`]: `mcp_describe` → [`DescribeAnswer`].
 //! - [`call`]: `mcp_call`'s preparation (resolve → repair → validate, [`prepare`]) and how a
 //!   call ended ([`CallOutcome`]).
@@ -27,12 +28,13 @@ pub mod names;
 pub mod outcome;
 pub mod request;
 pub mod search;
+pub mod signature;
 
 pub use call::{prepare, CallOutcome, Prepared, Rejection, UpstreamFailure, REPAIRS_META_KEY};
 pub use definitions::*;
 pub use describe::{describe, DescribeAnswer};
 pub use names::{check_name, closest_names};
-pub use outcome::{result, usage_error, RefreshOutcome, ToolOutcome, ToolResult};
+pub use outcome::{error_result, result, usage_error, RefreshOutcome, ToolOutcome, ToolResult, ERROR_TEXT_CHARS};
 pub use request::{CallRequest, DescribeRequest, SearchRequest, ToolKind, ToolRequest, UsageError};
 pub use search::{search, SearchAnswer, SearchVectors};
 
@@ -118,8 +120,37 @@ mod tests {
     }
 
     #[test]
+    fn the_workflow_names_each_tool_by_its_role_first() {
+        // a client shows the tools under a prefix (`x_mcp_search`): a bare name copied from the
+        // text would be a tool the client does not know, so each is named after its role
+        let descriptions: Vec<String> = definitions()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["description"].as_str().unwrap().to_owned())
+            .collect();
+        for text in descriptions.iter().map(String::as_str).chain([WORKFLOW]) {
+            for (at, _) in text.match_indices("mcp_") {
+                let before = &text[..at];
+                assert!(
+                    before.ends_with("tool (") || before.ends_with("e.g. x_"),
+                    "a bare tool name in {text:?} at {at}"
+                );
+            }
+        }
+        for role in [
+            "search tool (mcp_search)",
+            "describe tool (mcp_describe)",
+            "call tool (mcp_call)",
+        ] {
+            assert!(WORKFLOW.contains(role), "{role}");
+        }
+    }
+
+    #[test]
     fn definitions_are_small_and_stable() {
         let text = definitions().to_string();
+        eprintln!("tools/list: {} characters", text.len());
         assert!(text.len() <= 2000, "tools/list is {} chars", text.len());
         assert_eq!(text, definitions().to_string());
         for t in definitions().as_array().unwrap() {
@@ -134,7 +165,7 @@ mod tests {
         let hit = &r["structuredContent"]["results"][0];
         assert_eq!(hit["name"], "mail-send_message");
         assert_eq!(hit["source"], "mail");
-        assert_eq!(hit["required"], json!(["to"]));
+        assert_eq!(hit["params"], json!("to: string, subject?: string"));
         assert!(r.get("isError").is_none());
         assert_eq!(
             r["content"][0]["text"].as_str().unwrap(),
@@ -218,11 +249,107 @@ mod tests {
             panic!("rejected")
         };
         let e = rejection.to_json();
-        assert_eq!(e["error"]["missing"], json!(["to"]));
-        assert_eq!(e["error"]["side"], "client");
+        assert_eq!(e["missing"], json!(["to"]));
+        assert_eq!(e["side"], "client");
+        assert_eq!(
+            rejection.message(),
+            "mail-send_message was not called: the required argument to is missing. Its parameters: to: string, subject?: string. Call it again with them."
+        );
         assert!(matches!(prepare(&s, "nothing_like_it", json!({})), Prepared::Unknown));
         let r = CallOutcome::unknown_tool(&s, "mail-send_mesage").into_result();
         assert_eq!(r["structuredContent"]["error"]["did_you_mean"][0], "mail-send_message");
+    }
+
+    /// The text of an `isError` result: words, not a JSON document, within the bound.
+    fn error_text(r: &Value) -> String {
+        assert_eq!(r["isError"], true);
+        let text = r["content"][0]["text"].as_str().unwrap().to_owned();
+        assert!(
+            serde_json::from_str::<Value>(&text).is_err(),
+            "a JSON document as the text: {text}"
+        );
+        assert!(
+            text.chars().count() <= ERROR_TEXT_CHARS,
+            "{} characters: {text}",
+            text.chars().count()
+        );
+        assert_eq!(r["structuredContent"]["error"]["message"], text.as_str());
+        text
+    }
+
+    #[test]
+    fn error_texts_are_sentences_within_the_bound_and_the_details_are_structured() {
+        let s = snap();
+        // missing and invalid arguments: the tool, what is wrong, its parameters
+        let Prepared::Rejected { rejection, .. } = prepare(&s, "mail-send_message", json!({"subject": "x"})) else {
+            panic!("rejected")
+        };
+        let out = CallOutcome::Rejected {
+            upstream: "up".into(),
+            tool: "mail-send_message".into(),
+            rejection,
+        };
+        let r = out.into_result();
+        let text = error_text(&r);
+        assert!(
+            text.starts_with("mail-send_message was not called") && text.contains("to: string"),
+            "{text}"
+        );
+        assert!(r["structuredContent"]["error"]["inputSchema"].is_object());
+        let huge = "x".repeat(5000);
+        let Prepared::Rejected { rejection, .. } =
+            prepare(&s, "mail-send_message", json!({"to": 5, "subject": [huge]}))
+        else {
+            panic!("rejected")
+        };
+        let r = CallOutcome::Rejected {
+            upstream: "up".into(),
+            tool: "mail-send_message".into(),
+            rejection,
+        }
+        .into_result();
+        let text = error_text(&r);
+        assert!(
+            text.contains("do not match its schema (") && text.contains("to: 5 is not of type"),
+            "{text}"
+        );
+        assert_eq!(
+            r["structuredContent"]["error"]["violations"].as_array().unwrap().len(),
+            2
+        );
+        // an unknown tool, a failed upstream with a long error, a usage error
+        let text = error_text(&CallOutcome::unknown_tool(&s, "mail-send_mesage").into_result());
+        assert!(
+            text.contains("\"mail-send_mesage\"") && text.contains("mail-send_message"),
+            "{text}"
+        );
+        let r = CallOutcome::Failed(UpstreamFailure {
+            upstream: "up".into(),
+            tool: "mail-send_message".into(),
+            error: format!("HTTP 500: {}", "trace ".repeat(500)),
+            advice: "Retry later".into(),
+            retryable: true,
+            cancelled: false,
+            client_side: false,
+        })
+        .into_result();
+        let text = error_text(&r);
+        assert!(
+            text.starts_with("Upstream \"up\" failed calling mail-send_message: HTTP 500"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("Retry later."),
+            "the advice survives a long error: {text}"
+        );
+        let Some(Err(e)) = ToolRequest::parse(SEARCH, json!({"query": 3}), |_| false) else {
+            panic!("a usage error")
+        };
+        let text = error_text(&ToolOutcome::Usage(e).into_result());
+        assert!(
+            text.starts_with("The search tool (mcp_search) did nothing: query must be"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -11,13 +11,13 @@ use crate::catalog::Snapshot;
 pub fn check_name(name: &str) -> Result<(), String> {
     if name.len() > MAX_TOOL_NAME_CHARS && name.chars().nth(MAX_TOOL_NAME_CHARS).is_some() {
         return Err(format!(
-            "tool name is {} characters long; no tool name is longer than {MAX_TOOL_NAME_CHARS}. Use a name from mcp_search",
+            "tool name is {} characters long; no tool name is longer than {MAX_TOOL_NAME_CHARS}. Use a name the search tool (mcp_search) gave",
             name.chars().count()
         ));
     }
     if name.chars().any(ingest::is_hidden) {
         return Err(
-            "tool name contains control or invisible characters; use a name exactly as mcp_search returned it".into(),
+            "tool name contains control or invisible characters; use a name exactly as the search tool (mcp_search) returned it".into(),
         );
     }
     Ok(())

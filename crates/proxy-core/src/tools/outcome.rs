@@ -7,11 +7,18 @@ use serde_json::{json, Map, Value};
 
 use super::call::CallOutcome;
 use super::describe::DescribeAnswer;
-use super::request::UsageError;
+use super::request::{ToolKind, UsageError};
 use super::search::SearchAnswer;
 use crate::catalog::report::{RefreshFailure, RefreshReport};
+use crate::catalog::snapshot::clip;
 
-/// A tool result: `content` with one text block, plus `structuredContent`.
+/// An `isError` text is at most this many characters: a sentence or three a client can wrap
+/// (`{"error": "<text>"}`) and a model can read, never a JSON document. The details (the
+/// violations, the schema) are in `structuredContent`.
+pub const ERROR_TEXT_CHARS: usize = 600;
+
+/// A tool result: `content` with one text block (the structured content as JSON), plus
+/// `structuredContent`.
 pub fn result(structured: Value, is_error: bool) -> Value {
     let text = structured.to_string();
     let mut m = Map::new();
@@ -23,9 +30,36 @@ pub fn result(structured: Value, is_error: bool) -> Value {
     Value::Object(m)
 }
 
+/// An `isError` result: `message` (what went wrong and what to do, in words, clipped to
+/// [`ERROR_TEXT_CHARS`]) as the text, and `{"error": details}` with the same message as the
+/// structured content.
+pub fn error_result(message: &str, details: Value) -> Value {
+    let text = clip(message, ERROR_TEXT_CHARS);
+    let mut error = match details {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    error.insert("message".into(), Value::String(text.clone()));
+    json!({
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": {"error": error},
+        "isError": true,
+    })
+}
+
 /// An `isError` result for a mistake in the call that the model can correct.
-pub fn usage_error(message: impl Into<String>) -> Value {
-    result(json!({"error": {"side": "client", "message": message.into()}}), true)
+pub fn usage_error(tool: ToolKind, message: &str) -> Value {
+    let role = match tool {
+        ToolKind::Search => "The search tool (mcp_search)",
+        ToolKind::Describe => "The describe tool (mcp_describe)",
+        ToolKind::Call => "The call tool (mcp_call)",
+        ToolKind::Refresh => "The refresh tool (mcp_refresh)",
+        ToolKind::Pinned => "The tool",
+    };
+    error_result(
+        &format!("{role} did nothing: {}.", message.trim_end_matches('.')),
+        json!({"side": "client"}),
+    )
 }
 
 /// A tool result ready to be written: built by the proxy, or an upstream's, relayed with its
@@ -88,68 +122,86 @@ impl ToolOutcome {
                 result(serde_json::to_value(&report).unwrap_or(Value::Null), false)
             }
             ToolOutcome::Refresh(RefreshOutcome::Failed(failure)) => {
-                let mut v = serde_json::to_value(&failure).unwrap_or(Value::Null);
-                v["side"] = Value::from("upstream");
-                result(json!({"error": v}), true)
+                let mut details = serde_json::to_value(&failure).unwrap_or(Value::Null);
+                details["side"] = Value::from("upstream");
+                let failed: Vec<String> = failure
+                    .upstreams
+                    .iter()
+                    .filter(|u| !u.ok)
+                    .map(|u| format!("{} ({})", u.label, u.error.as_deref().unwrap_or("no answer")))
+                    .collect();
+                let message = format!(
+                    "The refresh changed nothing: {}. Upstreams that failed: {}. The search still answers from the last good catalog; try again later.",
+                    failure.message.trim_end_matches('.'),
+                    if failed.is_empty() { "none named".to_owned() } else { failed.join("; ") }
+                );
+                error_result(&message, details)
             }
-            ToolOutcome::Refresh(RefreshOutcome::CatalogGone) => result(
-                json!({"error": {"side": "proxy", "message": "the catalog is shutting down"}}),
-                true,
+            ToolOutcome::Refresh(RefreshOutcome::CatalogGone) => error_result(
+                "The refresh did not run: the proxy is shutting down. Try again on a running instance.",
+                json!({"side": "proxy"}),
             ),
-            ToolOutcome::Usage(e) => usage_error(e.message),
+            ToolOutcome::Usage(e) => usage_error(e.tool, &e.message),
         }
     }
 }
 
 impl CallOutcome {
     /// The tool result the client gets: the relayed result as it is, else an `isError`
-    /// result whose structured error says which side failed and what to do.
+    /// result whose text says in words what went wrong and what to do, and whose structured
+    /// error says which side failed.
     pub fn into_result(self) -> Value {
-        let error = match self {
-            CallOutcome::Relayed { result, .. } => return result.to_value(),
+        match self {
+            CallOutcome::Relayed { result, .. } => result.to_value(),
             CallOutcome::InputRequired { requests, state, .. } => {
-                return json!({"resultType": mcp_wire::modern::INPUT_REQUIRED, "inputRequests": requests, "requestState": state})
+                json!({"resultType": mcp_wire::modern::INPUT_REQUIRED, "inputRequests": requests, "requestState": state})
             }
-            CallOutcome::StateRefused { tool, message } => {
-                json!({"error": {"side": "client", "tool": tool, "message": format!("mcp_call of {tool} not resumed: {message}.")}})
-            }
+            CallOutcome::StateRefused { tool, message } => error_result(
+                &format!("The call of {tool} was not resumed: {}.", message.trim_end_matches('.')),
+                json!({"side": "client", "tool": tool}),
+            ),
             CallOutcome::Failed(f) => {
-                // the upstream's own words may end a sentence already
-                let error = f.error.trim_end_matches('.');
-                let (side, msg) = if f.client_side {
-                    let msg = format!(
-                        "Calling {} (upstream {:?}) ended: {error}. {}.",
-                        f.tool, f.upstream, f.advice
-                    );
-                    ("client", msg)
+                // the upstream's own words may be long, or end a sentence already
+                let error = clip(f.error.trim_end_matches('.'), 300);
+                let error = error.trim_end_matches('.');
+                let advice = f.advice.trim_end_matches('.');
+                let (side, message) = if f.client_side {
+                    (
+                        "client",
+                        format!("Calling {} (upstream {:?}) ended: {error}. {advice}.", f.tool, f.upstream),
+                    )
                 } else {
-                    let msg = format!(
-                        "Upstream {:?} failed calling {}: {error}. {}.",
-                        f.upstream, f.tool, f.advice
-                    );
-                    ("upstream", msg)
+                    (
+                        "upstream",
+                        format!("Upstream {:?} failed calling {}: {error}. {advice}.", f.upstream, f.tool),
+                    )
                 };
-                json!({"error": {"side": side, "upstream": f.upstream, "tool": f.tool, "message": msg, "retryable": f.retryable}})
+                error_result(
+                    &message,
+                    json!({"side": side, "upstream": f.upstream, "tool": f.tool, "retryable": f.retryable}),
+                )
             }
-            CallOutcome::Rejected { rejection, .. } => rejection.to_json(),
+            CallOutcome::Rejected { rejection, .. } => error_result(&rejection.message(), rejection.to_json()),
             CallOutcome::UnknownTool { name, did_you_mean } => {
-                let mut msg =
+                let mut message =
                     format!("Unknown tool {name:?}: no connected server offers it (the tool list was re-checked).");
                 if did_you_mean.is_empty() {
-                    msg.push_str(" Use mcp_search to find the right tool.");
+                    message.push_str(" Find the right one with the search tool (mcp_search).");
                 } else {
-                    msg.push_str(&format!(
-                        " Closest names: {}. Use one of them, or mcp_search.",
+                    message.push_str(&format!(
+                        " Closest names: {}. Use one of them, or find the right one with the search tool (mcp_search).",
                         did_you_mean.join(", ")
                     ));
                 }
-                json!({"error": {"side": "client", "message": msg, "did_you_mean": did_you_mean}})
+                error_result(&message, json!({"side": "client", "did_you_mean": did_you_mean}))
             }
-            CallOutcome::NoRoute { upstream, .. } => {
-                json!({"error": {"side": "proxy", "message": format!("no route to upstream {upstream:?}")}})
-            }
-        };
-        result(error, true)
+            CallOutcome::NoRoute { upstream, tool } => error_result(
+                &format!(
+                    "{tool} was not called: its upstream {upstream:?} is not configured on this proxy any more. Search again with the search tool (mcp_search)."
+                ),
+                json!({"side": "proxy", "upstream": upstream, "tool": tool}),
+            ),
+        }
     }
 }
 
@@ -251,7 +303,7 @@ mod tests {
         assert_eq!(r["structuredContent"]["error"]["side"], "client");
         assert_eq!(
             r["structuredContent"]["error"]["message"],
-            "mcp_call of t not resumed: requestState has expired."
+            "The call of t was not resumed: requestState has expired."
         );
     }
 }

@@ -187,11 +187,10 @@ fn describe(args: &Map<String, Value>) -> Result<DescribeRequest, UsageError> {
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| usage("names must be a list of tool names (strings)".into()))?,
         Some(Value::String(s)) => vec![s.clone()],
-        _ => {
-            return Err(usage(
-                "missing required argument `names` (a list of up to 10 exact tool names from mcp_search)".into(),
-            ))
-        }
+        _ => return Err(usage(
+            "missing required argument `names` (a list of up to 10 exact tool names from the search tool, mcp_search)"
+                .into(),
+        )),
     };
     if names.is_empty() {
         return Err(usage("names is empty; give 1 to 10 tool names".into()));
@@ -212,7 +211,7 @@ fn call(args: &Map<String, Value>) -> Result<CallRequest, UsageError> {
         Some(Value::String(n)) if !n.trim().is_empty() => n.trim().to_string(),
         _ => {
             return Err(usage(
-                "missing required argument `name` (the exact tool name from mcp_search)".into(),
+                "missing required argument `name` (the exact tool name from the search tool, mcp_search)".into(),
             ))
         }
     };

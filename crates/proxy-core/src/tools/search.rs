@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use super::definitions::HIT_DESCRIPTION_CHARS;
 use super::request::SearchRequest;
+use super::signature::signature;
 use crate::catalog::snapshot::clip;
 use crate::catalog::Snapshot;
 
@@ -99,8 +100,8 @@ impl SearchAnswer {
         }
     }
 
-    /// A query's hits (name, source, clipped description, required parameters); with no hit,
-    /// the sources there are and a hint on what to do.
+    /// A query's hits (name, source, clipped description, the parameters' line: see
+    /// [`super::signature`]); with no hit, the sources there are and a hint on what to do.
     fn query_json(&self, q: &QueryHits) -> Value {
         let snap = &self.snapshot;
         if q.docs.is_empty() {
@@ -110,7 +111,7 @@ impl SearchAnswer {
                 .map(|s| json!({"source": s.source, "tools": s.tools}))
                 .collect();
             let hint = if snap.tools.is_empty() {
-                "The catalog is empty: no upstream has answered yet. Try mcp_refresh, or retry shortly."
+                "The catalog is empty: no upstream has answered yet. Try the refresh tool (mcp_refresh), or retry shortly."
             } else {
                 "No tool matches. Rephrase with other words (an action and an object, e.g. \"create calendar event\"), or search for one of the sources above. If nothing fits, the capability is not available."
             };
@@ -125,7 +126,7 @@ impl SearchAnswer {
                     "name": t.tool.name,
                     "source": t.source,
                     "description": clip(t.tool.description_str(), HIT_DESCRIPTION_CHARS),
-                    "required": t.tool.required_params(),
+                    "params": signature(&t.tool.input_schema()),
                 })
             })
             .collect();
