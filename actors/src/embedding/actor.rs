@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use embed::store::{LoadNote, VectorStore};
-use embed::Embedder;
+use embed::{Embedder, QueryDeltaChoice};
 use proxy_core::catalog::Snapshot;
 use proxy_metrics::Metrics;
 use tokio::sync::watch;
@@ -91,10 +91,14 @@ impl EmbeddingActor {
             dim = self.dim,
             load_ms = took.as_millis() as u64,
             queries = embedder.query_precision(),
+            query_delta = embedder.query_delta().unwrap_or("none"),
             vectors = path.as_deref().unwrap_or("memory"),
             cached = store.len();
             "embedding model loaded"
         );
+        if let Some(note) = embedder.query_delta_note() {
+            log::info!(reason = note; "query delta not applied; queries use the model's own encoder");
+        }
         match &note {
             Some(LoadNote::OtherModel { .. }) | Some(LoadNote::Unreadable(_)) => {
                 let reason = note.as_ref().map(|n| n.to_string()).unwrap_or_default();
@@ -104,12 +108,14 @@ impl EmbeddingActor {
         }
         self.store = Some(store);
         let query = QueryEmbedder::start(embedder.clone());
+        let query_delta = embedder.query_delta().map(str::to_owned);
         self.embedder = Some(embedder);
         let model = self.model.clone();
         self.published.send_modify(|s| {
             s.phase = Phase::On;
             s.query = Some(query);
             s.model = Some(model);
+            s.query_delta = query_delta;
         });
         // Follow the catalog: every snapshot swapped in (and the current one) comes here.
         if let Some(mut rx) = self.snapshots.take() {
@@ -268,7 +274,9 @@ impl Actor for EmbeddingActor {
         let path = self.vectors_path.clone();
         let load = move || -> Result<Loaded, String> {
             let started = Instant::now();
-            let embedder = Embedder::load(&dir).map_err(|e| e.to_string())?;
+            // with the query delta EMBED_QUERY_DELTA names (unset: the built-in one, when it
+            // was trained on this model)
+            let embedder = Embedder::load_choosing(&dir, &QueryDeltaChoice::from_env()).map_err(|e| e.to_string())?;
             let model = embedder.fingerprint(TOOL_MAX_TOKENS);
             let (store, note) = match &path {
                 Some(p) => VectorStore::load(p, &model, embedder.dim()),

@@ -53,6 +53,8 @@ pub struct SemanticState {
     /// Where query vectors are computed; `None` until the model is loaded.
     pub query: Option<Addr<QueryEmbedder>>,
     pub model: Option<String>,
+    /// The fingerprint of the query delta merged into the query encoder, if one is.
+    pub query_delta: Option<String>,
     pub progress: Arc<Progress>,
 }
 
@@ -63,6 +65,7 @@ impl SemanticState {
             index: None,
             query: None,
             model: None,
+            query_delta: None,
             progress: Arc::default(),
         }
     }
@@ -91,6 +94,7 @@ impl SemanticState {
             mode: if ready.is_some() { "hybrid" } else { "lexical" },
             semantic,
             model: self.model.clone(),
+            query_delta: self.query_delta.clone(),
             tools_embedded: ready.map_or(0, |i| i.vectors.count()),
             tools,
             embedded_since_start: self.progress.embedded_since_start.load(Ordering::Relaxed),
@@ -106,6 +110,9 @@ pub struct SearchReport {
     /// `off (<reason>)`, `loading model`, `embedding <done>/<to do>`, or `ready`.
     pub semantic: String,
     pub model: Option<String>,
+    /// The query delta's fingerprint (`crates/embed/query-delta.safetensors` unless
+    /// `EMBED_QUERY_DELTA` names another), or `None`.
+    pub query_delta: Option<String>,
     /// Tools of the current snapshot with a vector (0 unless `mode` is `hybrid`).
     pub tools_embedded: usize,
     /// Tools of the current snapshot.

@@ -13,7 +13,16 @@
 //!   cosine to the f32 vector ≥ 0.993 over deployment-dev's 198 requests), or f32 (queries
 //!   elsewhere; the check against candle-transformers' BERT). `EMBED_QUERY_INT8=0` keeps queries
 //!   in f32, `=1` uses 8 bits even without VNNI (slower; for tests).
-//! - [`EmbedError`]: what can go wrong (a missing or malformed file, a tensor error).
+//! - [`delta`]: a query delta ([`QueryDelta`]): low-rank (LoRA) pairs on the query encoder's
+//!   linear layers, learned by `search-eval train-encoder`, merged into the query encoder's
+//!   weights when the model loads ([`Embedder::load_choosing`] with a [`QueryDeltaChoice`]:
+//!   the built-in `query-delta.safetensors` when it was trained on the model, none, or a
+//!   file). The tools' encoder is never changed, so every tool vector stays valid.
+//! - [`tune`]: the query encoder written in candle's differentiable operations, with trainable
+//!   pairs ([`tune::TrainableEncoder`]): what the trainer runs, equal to [`encoder`]'s pass
+//!   with the pairs merged (tested).
+//! - [`EmbedError`]: what can go wrong (a missing or malformed file, a tensor error, a delta
+//!   refused).
 //! - [`default_model_dir`]: where `scripts/fetch-model.sh` installs the model
 //!   (`models/all-MiniLM-L6-v2` under the workspace root), or the `EMBED_MODEL` variable;
 //!   [`model_installed_or_skip`]: the check the model's tests share (skip on a fresh clone,
@@ -103,9 +112,13 @@ use rayon::prelude::*;
 use sha2::Digest;
 use tokenizers::{Tokenizer, TruncationParams};
 
+pub mod delta;
 pub mod encoder;
 pub mod store;
+pub mod tune;
 mod weights;
+
+pub use delta::{QueryDelta, QueryDeltaChoice};
 
 use encoder::{Encoder, Precision};
 
@@ -192,6 +205,8 @@ pub enum EmbedError {
     Tokenizer(String),
     /// A tensor operation (loading the weights, the forward pass) failed.
     Model(candle_core::Error),
+    /// A query delta was refused, or does not fit the model.
+    Delta(delta::DeltaError),
 }
 
 impl fmt::Display for EmbedError {
@@ -201,6 +216,7 @@ impl fmt::Display for EmbedError {
             Self::Config { path, message } => write!(f, "malformed {}: {message}", path.display()),
             Self::Tokenizer(message) => write!(f, "tokenizer: {message}"),
             Self::Model(e) => write!(f, "model: {e}"),
+            Self::Delta(e) => e.fmt(f),
         }
     }
 }
@@ -210,6 +226,7 @@ impl std::error::Error for EmbedError {
         match self {
             Self::Io { source, .. } => Some(source),
             Self::Model(e) => Some(e),
+            Self::Delta(e) => Some(e),
             _ => None,
         }
     }
@@ -218,6 +235,12 @@ impl std::error::Error for EmbedError {
 impl From<candle_core::Error> for EmbedError {
     fn from(e: candle_core::Error) -> Self {
         Self::Model(e)
+    }
+}
+
+impl From<delta::DeltaError> for EmbedError {
+    fn from(e: delta::DeltaError) -> Self {
+        Self::Delta(e)
     }
 }
 
@@ -287,6 +310,10 @@ pub struct Embedder {
     max_length: usize,
     /// SHA-256 (hex, first 16 bytes) of the weights, tokenizer and config files.
     files_digest: String,
+    /// The fingerprint of the query delta merged into `query`, if one is.
+    query_delta: Option<String>,
+    /// Why the built-in query delta was not merged, when it was not.
+    query_delta_note: Option<String>,
 }
 
 impl fmt::Debug for Embedder {
@@ -309,8 +336,38 @@ pub fn release_memory() {
 }
 
 impl Embedder {
-    /// Loads the model in `dir` (see the crate docs for the files it reads), on the CPU.
+    /// Loads the model in `dir` (see the crate docs for the files it reads), on the CPU,
+    /// without a query delta.
     pub fn load(dir: impl AsRef<Path>) -> Result<Self, EmbedError> {
+        Self::load_with(dir, None)
+    }
+
+    /// Loads the model in `dir` with the query delta `choice` names: the built-in one when it
+    /// was trained on this model (else none, and [`Self::query_delta_note`] says why), none,
+    /// or a file's, which must fit the model.
+    pub fn load_choosing(dir: impl AsRef<Path>, choice: &QueryDeltaChoice) -> Result<Self, EmbedError> {
+        match choice {
+            QueryDeltaChoice::None => Self::load(dir),
+            QueryDeltaChoice::File(path) => Self::load_with(dir, Some(&delta::read(path)?)),
+            QueryDeltaChoice::Builtin => {
+                let refused = match delta::builtin() {
+                    Ok(builtin) => match Self::load_with(&dir, Some(&builtin)) {
+                        Err(EmbedError::Delta(e)) if e.is_other_model() => e,
+                        other => return other,
+                    },
+                    Err(e) => e,
+                };
+                let mut plain = Self::load(dir)?;
+                plain.query_delta_note = Some(format!("the built-in {refused}"));
+                Ok(plain)
+            }
+        }
+    }
+
+    /// [`Self::load`] with `delta` merged into the query encoder (the tools' encoder stays the
+    /// model's own). A delta trained on another model is refused
+    /// ([`QueryDelta::base`] must be this model's [`Self::files_digest`]).
+    pub fn load_with(dir: impl AsRef<Path>, delta: Option<&QueryDelta>) -> Result<Self, EmbedError> {
         let dir = dir.as_ref();
         let config: Config = read_json_opt(&dir.join("config.json"))?.unwrap_or_else(minilm_l6_config);
         let max_length = read_json_opt::<SentenceBertConfig>(&dir.join("sentence_bert_config.json"))?
@@ -337,7 +394,7 @@ impl Embedder {
         let (tensors, mut digest) = weights::load(&dir.join("model.safetensors"), DType::F16)?;
         digest.update(&tokenizer_bytes);
         digest.update(format!("{config:?}").as_bytes());
-        let files_digest = digest.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect();
+        let files_digest: String = digest.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect();
         // the f16 weights are the tools' encoder's own; the query encoder quantizes the linear
         // layers' matrices and shares the word embeddings (tensors are reference counted)
         let Some(model) = Encoder::build(&tensors, &config, Precision::F16)? else {
@@ -354,6 +411,23 @@ impl Embedder {
             _ => Encoder::int8_worthwhile(),
         };
         let precision = if query_int8 { Precision::Q8 } else { Precision::F32 };
+        let mut tensors = tensors;
+        if let Some(delta) = delta {
+            if delta.base != files_digest {
+                return Err(delta::DeltaError::other_model(&delta.base, &files_digest).into());
+            }
+            // the query encoder's matrices are merged in f32 (not rounded back to the f16 of
+            // the tools' copy); the tools' encoder already holds its own tensors
+            for name in delta.pairs.keys() {
+                for key in [name.clone(), format!("bert.{name}")] {
+                    if let Some(t) = tensors.get(&key) {
+                        let wide = t.to_dtype(DType::F32)?;
+                        tensors.insert(key, wide);
+                    }
+                }
+            }
+            delta.merge_into(&mut tensors)?;
+        }
         let query = Encoder::build(&tensors, &config, precision)?.ok_or_else(|| EmbedError::Config {
             path: dir.join("config.json"),
             message: "the query encoder could not be built from the model's tensors".to_owned(),
@@ -369,7 +443,25 @@ impl Embedder {
             dim: config.hidden_size,
             max_length,
             files_digest,
+            query_delta: delta.map(|d| d.fingerprint().to_owned()),
+            query_delta_note: None,
         })
+    }
+
+    /// Why the built-in query delta was not merged ([`Self::load_choosing`]), when it was not.
+    pub fn query_delta_note(&self) -> Option<&str> {
+        self.query_delta_note.as_deref()
+    }
+
+    /// SHA-256 (hex, first 16 bytes) of the model's weights, tokenizer and config: the model a
+    /// [`QueryDelta`] names as its base.
+    pub fn files_digest(&self) -> &str {
+        &self.files_digest
+    }
+
+    /// The fingerprint of the query delta merged into the query encoder, if one is.
+    pub fn query_delta(&self) -> Option<&str> {
+        self.query_delta.as_deref()
     }
 
     /// Identifies the vectors this embedder makes of texts cut at `max_tokens` (see
@@ -380,13 +472,18 @@ impl Embedder {
     }
 
     /// [`Self::fingerprint`] of the vectors [`Self::embed_queries_at`] makes: the same as the
-    /// tools' when queries run in f32, marked `-int8` when they run through the 8-bit encoder.
+    /// tools' when queries run in f32 without a delta, marked `-int8` when they run through the
+    /// 8-bit encoder and `-q<delta>` when a query delta is merged.
     pub fn query_fingerprint(&self, max_tokens: usize) -> String {
+        let mut f = self.fingerprint(max_tokens);
         if self.query_int8 {
-            format!("{}-int8", self.fingerprint(max_tokens))
-        } else {
-            self.fingerprint(max_tokens)
+            f.push_str("-int8");
         }
+        if let Some(d) = &self.query_delta {
+            f.push_str("-q");
+            f.push_str(d);
+        }
+        f
     }
 
     /// How queries are embedded: `"int8"` (the 8-bit encoder, see [`encoder`]) or `"f32"`.

@@ -318,3 +318,78 @@ fn the_encoder_equals_candle_transformers_bert_in_f32_and_stays_close_in_f16_and
         "int8 query vectors are cached apart"
     );
 }
+
+#[test]
+fn a_query_delta_is_merged_into_the_query_encoder_only() {
+    use embed::tune::{LoraSpec, TrainableEncoder};
+    use embed::{QueryDelta, QueryDeltaChoice};
+    let Some(base) = embedder() else { return };
+    let dir = default_model_dir();
+    // a delta of random pairs on two layers: what training would leave, without the training
+    let spec = LoraSpec {
+        rank: 4,
+        alpha: 8.0,
+        layers: vec![4, 5],
+        seed: 3,
+        b_std: 0.05,
+        ..LoraSpec::default()
+    };
+    let trainable = TrainableEncoder::load(&dir, &spec).unwrap();
+    let mut delta = trainable
+        .delta(base.files_digest(), serde_json::json!({"command": "test"}))
+        .unwrap();
+    let bytes = delta.to_bytes().unwrap();
+    let delta = QueryDelta::from_bytes(&bytes).unwrap();
+    let tuned = Embedder::load_with(&dir, Some(&delta)).unwrap();
+    assert_eq!(tuned.query_delta(), Some(delta.fingerprint()));
+    assert!(tuned
+        .query_fingerprint(64)
+        .ends_with(&format!("-q{}", delta.fingerprint())));
+    assert_eq!(
+        tuned.fingerprint(64),
+        base.fingerprint(64),
+        "tool vectors keep their fingerprint"
+    );
+
+    let texts = [
+        "do I need a coat today",
+        "call off tomorrow's retro",
+        "send an email to the team",
+    ];
+    let ids = tuned.token_ids(&texts, 64).unwrap();
+    let refs: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
+    let trained: Vec<Vec<f32>> = trainable.embed(&refs).unwrap().to_vec2().unwrap();
+    let queries = tuned.embed_queries_at(&texts, 64).unwrap();
+    let untuned = base.embed_queries_at(&texts, 64).unwrap();
+    for (i, text) in texts.iter().enumerate() {
+        // the merged query encoder computes what the trainable one computes (8 bits: the same
+        // direction; f32: the same vector)
+        let cosine = dot(&queries[i], &trained[i]);
+        if tuned.query_precision() == "f32" {
+            assert!(max_abs_diff(&queries[i], &trained[i]) < 1e-4, "{text:?}");
+        }
+        assert!(cosine > 0.99, "{text:?}: cosine {cosine}");
+        assert!(
+            dot(&queries[i], &untuned[i]) < 0.999,
+            "{text:?}: the delta changes the query"
+        );
+    }
+    // the tools' encoder is the model's own
+    assert_eq!(tuned.embed_at(&texts, 64).unwrap(), base.embed_at(&texts, 64).unwrap());
+
+    // a delta trained on another model: refused when asked for, skipped (with a note) when built in
+    let mut other = delta.clone();
+    other.base = "00ff".into();
+    let err = Embedder::load_with(&dir, Some(&other)).unwrap_err();
+    assert!(err.to_string().contains("trained on the model 00ff"), "{err}");
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), other.to_bytes().unwrap()).unwrap();
+    assert!(Embedder::load_choosing(&dir, &QueryDeltaChoice::File(file.path().to_owned())).is_err());
+    let none = Embedder::load_choosing(&dir, &QueryDeltaChoice::None).unwrap();
+    assert_eq!(none.query_delta(), None);
+    assert_eq!(none.query_fingerprint(64), base.query_fingerprint(64));
+    let garbage = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(garbage.path(), b"not a delta").unwrap();
+    let err = Embedder::load_choosing(&dir, &QueryDeltaChoice::File(garbage.path().to_owned())).unwrap_err();
+    assert!(err.to_string().contains("not a safetensors file"), "{err}");
+}

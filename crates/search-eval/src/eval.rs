@@ -20,9 +20,10 @@ use tool_search::eval::{self, Change, EvalQuery, QueryScore, Report, Summary};
 use tool_search::semantic::Vectors;
 use tool_search::{Index, Semantic};
 
-use crate::vectors::{EvalEmbedder, TextExport, EXPORTED_QUERIES, EXPORTED_TOOLS};
+use crate::vectors::{EvalEmbedder, SetEmbedders, TextExport, EXPORTED_QUERIES, EXPORTED_TOOLS};
 #[cfg(test)]
 use crate::vectors::{EXTERNAL_TEXTS, EXTERNAL_VECTORS};
+use embed::QueryDeltaChoice;
 
 /// Measure search quality: R@1, R@5, R@10, MRR, nDCG@5, zero-result and abstain rates.
 #[derive(clap::Args, Debug)]
@@ -71,6 +72,14 @@ pub struct EvalArgs {
     /// Where the tool and query vectors are kept between runs (with --embed-model).
     #[arg(long, default_value = "target/vector-cache")]
     pub vector_cache: PathBuf,
+    /// With --embed-model: the query delta the query encoder runs with, `builtin` (the
+    /// service's), `none`, or a delta file (default: `EMBED_QUERY_DELTA`, else `builtin`).
+    #[arg(long, value_name = "builtin|none|FILE")]
+    pub query_delta: Option<QueryDeltaChoice>,
+    /// With --embed-model: a set's queries embedded with another delta, `SET=FILE`
+    /// (repeatable): one trained without that set's requests, so its figures are held out.
+    #[arg(long = "query-delta-for", value_name = "SET=FILE")]
+    pub query_delta_for: Vec<String>,
     /// Rank with the semantic arm on vectors computed elsewhere instead of the model: DIR holds
     /// `texts.jsonl` (one JSON string per line) and `vectors.f32` (a row of little-endian f32s
     /// per line), covering the texts --export-texts writes for the same sets. To measure
@@ -198,7 +207,13 @@ impl EvalArgs {
             .or_else(|| queries.file_stem())
             .map_or_else(|| "set".into(), |n| n.to_string_lossy());
         let mut embedder = self.embedder()?;
-        let run = score_set(catalog, queries, self.limit, embedder.as_mut(), self.arms)?;
+        let run = score_set(
+            catalog,
+            queries,
+            self.limit,
+            embedder.as_mut().map(|e| e.for_set(&set)),
+            self.arms,
+        )?;
         let (queries, ranked, scores, report) = (&run.queries, &run.ranked, &run.scores, &run.report);
 
         if let Some(path) = &self.rankings {
@@ -233,10 +248,13 @@ impl EvalArgs {
         }
     }
 
-    fn embedder(&self) -> Result<Option<EvalEmbedder>, String> {
+    fn embedder(&self) -> Result<Option<SetEmbedders>, String> {
         match (&self.embed_model, &self.vectors) {
-            (Some(model), _) => EvalEmbedder::open(model, &self.vector_cache).map(Some),
-            (None, Some(dir)) => EvalEmbedder::external(dir).map(Some),
+            (Some(model), _) => {
+                let default = self.query_delta.clone().unwrap_or_else(QueryDeltaChoice::from_env);
+                SetEmbedders::open(model, &self.vector_cache, &default, &self.query_delta_for).map(Some)
+            }
+            (None, Some(dir)) => EvalEmbedder::external(dir).map(|e| Some(SetEmbedders::one(e))),
             (None, None) => Ok(None),
         }
     }
@@ -320,8 +338,14 @@ impl EvalArgs {
         let mut embedder = self.embedder()?;
         sets.into_iter()
             .map(|(name, catalog, queries)| {
-                let run = score_set(&catalog, &queries, self.limit, embedder.as_mut(), self.arms)
-                    .map_err(|e| format!("{name}: {e}"))?;
+                let run = score_set(
+                    &catalog,
+                    &queries,
+                    self.limit,
+                    embedder.as_mut().map(|e| e.for_set(&name)),
+                    self.arms,
+                )
+                .map_err(|e| format!("{name}: {e}"))?;
                 Ok(SetReport {
                     name,
                     catalog,

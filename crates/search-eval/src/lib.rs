@@ -1,6 +1,8 @@
 //! search-eval: the research harness of the tool search. It ranks through the same
 //! `tool_search::Index::search_hybrid` that answers `mcp_search`, over files instead of
-//! upstreams:
+//! upstreams.
+//!
+//! # Layout
 //!
 //! - [`eval`] (`search-eval [FLAGS]`, no subcommand): retrieval metrics (R@1, R@5, MRR,
 //!   abstention, ...) of one query set with gold labels, or of every visible set at once, with
@@ -9,8 +11,13 @@
 //! - [`search`] (`search-eval search --catalog FILE QUERY`): one query's ranking of a catalog
 //!   file's tools, with `--explain` for each score's parts.
 //! - [`train`] (`search-eval train --embed-model DIR`): fits the hybrid search's fusion model
-//!   on every visible set, judged leaving one set out, and writes the model file the search
+//!   on the licensed sets, judged leaving one set out, and writes the model file the search
 //!   ships with.
+//! - [`train_encoder`] (`search-eval train-encoder --embed-model DIR`): gathers the licensed
+//!   training data and fine-tunes the query side of the sentence model; [`tune`] is its loop
+//!   (loss over each request's whole catalog, AdamW, the learning curve). The delta it writes
+//!   is what `embed` merges into the query encoder.
+//! - [`sets`]: the sets a run reads, visible ones and this project's own (`data/`).
 //! - [`vectors`]: the semantic arm's vectors for both, the model's kept in a cache folder
 //!   between runs, or another model's vectors read from files (`--vectors`, after
 //!   `--export-texts`).
@@ -30,5 +37,8 @@
 
 pub mod eval;
 pub mod search;
+pub mod sets;
 pub mod train;
+pub mod train_encoder;
+pub mod tune;
 pub mod vectors;

@@ -11,6 +11,13 @@ use clap::{Parser, Subcommand};
 use search_eval::eval::EvalArgs;
 use search_eval::search::SearchArgs;
 use search_eval::train::TrainArgs;
+use search_eval::train_encoder::TrainEncoderArgs;
+
+/// mimalloc as the global allocator, as the service has it: training allocates and frees a
+/// batch's activations (megabytes each) every step, which the system allocator handed back to
+/// the kernel and faulted in again (most of a step's time was then system time).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -34,18 +41,29 @@ enum Command {
     Search(SearchArgs),
     /// Fit the hybrid search's fusion model on the visible sets, judged leaving one set out.
     Train(TrainArgs),
+    /// Fine-tune the query side of the sentence model (a LoRA delta) on licensed requests,
+    /// against the frozen tool vectors; prints its learning curve.
+    TrainEncoder(TrainEncoderArgs),
 }
 
 fn main() -> ExitCode {
-    // before any thread starts: the catalog's embedding (--embed-model) runs one batch per core
-    // (see embed::candle_threads_for_batches; the library leaves the environment to main)
-    if let Some(value) = embed::candle_threads_for_batches(std::env::var_os(embed::CANDLE_NUM_THREADS).as_deref()) {
-        std::env::set_var(embed::CANDLE_NUM_THREADS, value);
-    }
+    heap::mimalloc_is_global();
     let cli = Cli::parse();
+    // before any thread starts: the catalog's embedding (--embed-model) runs one batch per core
+    // (see embed::candle_threads_for_batches; the library leaves the environment to main); the
+    // encoder's training runs one batch at a time, its products on every core (candle's pool)
+    let training = matches!(cli.command, Some(Command::TrainEncoder(_)));
+    if training {
+        heap::keep_freed_memory();
+    } else {
+        if let Some(value) = embed::candle_threads_for_batches(std::env::var_os(embed::CANDLE_NUM_THREADS).as_deref()) {
+            std::env::set_var(embed::CANDLE_NUM_THREADS, value);
+        }
+    }
     match cli.command {
         Some(Command::Search(args)) => args.run(),
         Some(Command::Train(args)) => args.run(),
+        Some(Command::TrainEncoder(args)) => args.run(),
         None => cli.eval.run(),
     }
 }

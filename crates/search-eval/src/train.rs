@@ -13,26 +13,36 @@
 //!   ones, and ten seed examples do not outweigh either; `--set-weight` raises one set that
 //!   would otherwise lose against the search in use. `--trees N` boosts regression trees on
 //!   the terms' scores with the same loss's Newton steps.
-//! - **Leave one set out**: for each visible set, a model fitted on the others ranks it; that
-//!   held-out table is how a feature or a model is judged (`--ablate` fits once more without
-//!   each feature and each signal; one is kept only when leaving it out loses on the sets it
-//!   was not trained on). The written model is fitted on every set.
+//! - **What it is fitted on**: `--fit-sets`, only sets whose licence allows training what
+//!   ships (MetaTool, MIT, and this project's own sets); ToolLens, MCP-Flow and MCPToolBench++
+//!   only judge.
+//! - **Leave one set out**: each fitted-on set is ranked by a model fitted on the other
+//!   fitted-on sets, every other set by the model fitted on all of them; that held-out table is
+//!   how a feature or a model is judged (`--ablate` fits once more without each feature and
+//!   each signal; one is kept only when leaving it out loses on the sets it was not trained
+//!   on). The written model is fitted on every fitted-on set.
+//! - **Query vectors** are the query encoder's (with the built-in query delta unless
+//!   `--query-delta` says otherwise); `--query-delta-for SET=FILE` gives a set the vectors of a
+//!   delta trained without its requests, so the fusion learns the cosines an unseen request
+//!   gets, not the flattering ones of requests the encoder was trained on.
 //! - **The abstention's cosine bar** (a request the lexical arm abstains on is answered only
-//!   when its nearest tool reaches it) is the highest at which no set leaves more than
+//!   when its nearest tool reaches it) is the highest at which no fitted-on set leaves more than
 //!   `--max-zero` of its answerable requests without a result.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use tool_search::catalog_file::load_catalog_path;
 use tool_search::eval::{self, EvalQuery, QueryScore, Summary};
 use tool_search::fusion::{
-    input_name, Candidates, FusionModel, Node, Term, Tree, FEATURES, N_FEATURES, N_INPUTS, SIGNALS,
+    input_name, AbstainOn, Candidates, FusionModel, Node, Term, Tree, FEATURES, N_FEATURES, N_INPUTS, SIGNALS,
 };
 use tool_search::{Index, Semantic};
 
-use crate::eval::{interleave, load_query_file, visible_sets};
-use crate::vectors::EvalEmbedder;
+use crate::eval::interleave;
+use crate::sets::{load_own_set, load_visible, LoadedSet};
+use crate::train_encoder::LICENSED_SETS;
+use crate::vectors::{EvalEmbedder, SetEmbedders};
+use embed::QueryDeltaChoice;
 
 /// Fit the hybrid search's fusion model on the visible sets (leave-one-set-out report).
 #[derive(clap::Args, Debug)]
@@ -89,6 +99,31 @@ pub struct TrainArgs {
     /// `crates/tool-search/src/fusion-model.json`); without it, only the report.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The sets the model is fitted on (and its cosine bar chosen on), comma-separated: only
+    /// sets whose licence allows training what ships. Every set is judged: one fitted on is
+    /// ranked by a model fitted on the others, one not fitted on by the model itself.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "deployment-dev,demo-dev,metatool-dev,seed-examples"
+    )]
+    pub fit_sets: Vec<String>,
+    /// The query delta the query encoder runs with, `builtin`, `none` or a file (default:
+    /// `EMBED_QUERY_DELTA`, else `builtin`).
+    #[arg(long, value_name = "builtin|none|FILE")]
+    pub query_delta: Option<QueryDeltaChoice>,
+    /// A set's queries embedded with another delta, `SET=FILE` (repeatable): one trained
+    /// without that set's requests, so that its cosines are what an unseen request gets.
+    #[arg(long = "query-delta-for", value_name = "SET=FILE")]
+    pub query_delta_for: Vec<String>,
+    /// Which requests the cosine bar may leave without a result: `lexical_abstains` or
+    /// `no_word_known` (see `tool_search::fusion::AbstainOn`).
+    #[arg(long, default_value = "no_word_known", value_parser = parse_abstain_on)]
+    pub abstain_on: AbstainOn,
+    /// One of this project's own sets, fitted on too (repeatable; `crates/search-eval/data/`,
+    /// see `search_eval::sets::load_own_set`).
+    #[arg(long = "own-set", value_name = "FILE")]
+    pub own_sets: Vec<PathBuf>,
 }
 
 /// One visible set, with every query text's candidates.
@@ -99,12 +134,70 @@ struct SetData {
     queries: Vec<EvalQuery>,
     /// `--set-weight`'s factor for this set (1 unless raised).
     boost: f64,
+    /// In `--fit-sets`: the model is fitted on it.
+    fit: bool,
     /// Per query, per text: the candidates and the gold groups each is in (bit g: group g;
     /// groups past the 64th are not told apart).
     texts: Vec<Vec<(Candidates, Vec<u64>)>>,
 }
 
 impl SetData {
+    /// `set`'s candidates for every query text, its query vectors from `embedder`.
+    fn load(set: LoadedSet, embedder: &mut EvalEmbedder, boost: f64, fit: bool) -> Result<SetData, String> {
+        let LoadedSet { name, tools, queries } = set;
+        let index = Index::build(&tools);
+        let names: Vec<String> = tools.iter().map(|t| t.tool.name.clone()).collect();
+        let vectors = embedder.tool_vectors(&tools)?;
+        let texts: Vec<String> = queries
+            .iter()
+            .flat_map(|q| q.texts())
+            .map(|t| tool_search::semantic::query_text(&t))
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let qv = embedder.query_vectors(&refs)?;
+        let mut all = Vec::with_capacity(queries.len());
+        for q in &queries {
+            let groups = q.groups();
+            let mut per = Vec::new();
+            for t in q.texts() {
+                let v = qv
+                    .get(&tool_search::semantic::query_text(&t))
+                    .ok_or_else(|| format!("{name}: no vector for a query"))?;
+                let sem = Semantic {
+                    vectors: &vectors,
+                    query: v.as_slice(),
+                };
+                let c = index
+                    .candidates_for(&t, sem)
+                    .ok_or_else(|| format!("{name}: the vectors do not fit the catalog"))?;
+                // bit g: the candidate is in gold group g (groups past the 64th not told apart)
+                let g: Vec<u64> = c
+                    .docs
+                    .iter()
+                    .map(|&d| {
+                        groups
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, g)| g.contains(&names[d]))
+                            .fold(0u64, |m, (i, _)| m | 1 << i.min(63))
+                    })
+                    .collect();
+                per.push((c, g));
+            }
+            all.push(per);
+        }
+        eprintln!("{name}: {} queries", queries.len());
+        Ok(SetData {
+            boost,
+            fit,
+            name,
+            index,
+            names,
+            queries,
+            texts: all,
+        })
+    }
+
     /// Each query's weight: a set counts as much as any other (a set of fewer than 200
     /// queries counts as its share of 200: ten seed examples do not outweigh 4,000 questions).
     fn weight(&self) -> f64 {
@@ -141,54 +234,162 @@ impl TrainArgs {
 
     fn try_run(&self) -> Result<(), String> {
         let terms = self.terms()?;
-        let sets = self.load()?;
-        let tree_params = TreeParams {
-            trees: self.trees,
-            depth: self.tree_depth,
-            rate: self.tree_rate,
-            lambda: 1e-3,
-            min_hessian: 1e-4,
+        let (sets, embedders_delta) = self.load()?;
+        let fitter = Fitter {
+            args: self,
+            sets: &sets,
+            trees: TreeParams {
+                trees: self.trees,
+                depth: self.tree_depth,
+                rate: self.tree_rate,
+                lambda: 1e-3,
+                min_hessian: 1e-4,
+            },
         };
-        let fit = |train: &[&SetData], terms: &[Term]| {
-            let mut m = ranker_only(fit_ranker(train, terms, self.iterations, self.l2));
-            if tree_params.trees > 0 {
-                m.trees = fit_trees(train, &m, tree_params);
-            }
-            m
-        };
+        if fitter.fit_sets().is_empty() {
+            return Err("--fit-sets names no visible set".into());
+        }
+        let loso = fitter.held_out(&terms);
+        let fitted = fitter.fit(&fitter.fit_sets(), &terms);
+        fitter.print_table(&loso, &fitted);
+        if self.ablate {
+            fitter.ablate(&terms, &loso);
+        }
+        let mut model = fitted;
+        model.abstain_on = self.abstain_on;
+        model.abstain_below = choose_bar(&fitter.fit_sets(), &model, self.limit, self.max_zero);
+        fitter.print_abstention(&model);
+        if let Some(out) = &self.out {
+            let args: Vec<String> = std::env::args().skip(1).collect();
+            model.provenance = serde_json::json!({
+                "command": format!("search-eval {}", args.join(" ")),
+                "model": self.embed_model.file_name().map(|n| n.to_string_lossy().into_owned()),
+                "held_out": sets.iter().zip(&loso).map(|(s, h)| serde_json::json!({
+                    "set": s.name, "r1": round3(h.r1), "r5": round3(h.r5), "mrr": round3(h.mrr),
+                })).collect::<Vec<_>>(),
+                "dropped": self.drop,
+                "set_weights": self.set_weight,
+                "fit_sets": self.fit_sets,
+                "query_delta": embedders_delta,
+                "query_delta_for": self.query_delta_for,
+                "own_sets": self.own_sets,
+            });
+            std::fs::write(out, model.to_json()).map_err(|e| format!("{}: {e}", out.display()))?;
+            println!("\nwrote {}", out.display());
+        }
+        Ok(())
+    }
 
-        // leave one set out
-        let held_out = |terms: &[Term]| -> Vec<Summary> {
-            sets.iter()
-                .enumerate()
-                .map(|(k, s)| {
-                    let train: Vec<&SetData> = sets
-                        .iter()
-                        .enumerate()
-                        .filter(|(i, _)| *i != k)
-                        .map(|(_, s)| s)
-                        .collect();
-                    let model = fit(&train, terms);
-                    summary(s, &model, self.limit)
-                })
-                .collect()
-        };
-        let loso = held_out(&terms);
-        let all: Vec<&SetData> = sets.iter().collect();
-        let fitted = fit(&all, &terms);
-        let in_sample: Vec<Summary> = sets.iter().map(|s| summary(s, &fitted, self.limit)).collect();
-        println!("ranker, leave one set out (each set ranked by a model fitted on the others) and fitted on all:");
+    /// `--set-weight`'s factor for `name` (1 unless raised).
+    fn boost_of(&self, name: &str) -> Result<f64, String> {
+        self.set_weight
+            .iter()
+            .find_map(|w| {
+                w.split_once('=')
+                    .filter(|(n, _)| *n == name)
+                    .map(|(_, f)| f.parse::<f64>())
+            })
+            .transpose()
+            .map_err(|e| format!("--set-weight {name}: {e}"))
+            .map(|f| f.unwrap_or(1.0))
+    }
+
+    /// Every visible set's candidates, and the fingerprint of the query delta of the sets
+    /// without a `--query-delta-for` of their own.
+    fn load(&self) -> Result<(Vec<SetData>, Option<String>), String> {
+        if let Some(s) = self.fit_sets.iter().find(|s| !LICENSED_SETS.contains(&s.as_str())) {
+            return Err(format!(
+                "--fit-sets: `{s}` may not train what ships (its licence does not allow it; sets that may: {})",
+                LICENSED_SETS.join(", ")
+            ));
+        }
+        let default = self.query_delta.clone().unwrap_or_else(QueryDeltaChoice::from_env);
+        let mut embedders = SetEmbedders::open(&self.embed_model, &self.vector_cache, &default, &self.query_delta_for)?;
+        let mut sets = load_visible(&self.eval_dir, &self.catalogs_dir)?;
+        for file in &self.own_sets {
+            sets.push(load_own_set(file, &self.catalogs_dir)?);
+        }
+        let mut out = Vec::new();
+        for set in sets {
+            let own = self
+                .own_sets
+                .iter()
+                .any(|f| f.file_stem().is_some_and(|s| *s == *set.name));
+            let fit = own || self.fit_sets.contains(&set.name);
+            let boost = self.boost_of(&set.name)?;
+            let embedder = embedders.for_set(&set.name);
+            out.push(SetData::load(set, embedder, boost, fit)?);
+        }
+        Ok((out, embedders.default_delta().map(str::to_owned)))
+    }
+}
+
+fn parse_abstain_on(s: &str) -> Result<AbstainOn, String> {
+    serde_json::from_value(serde_json::Value::String(s.to_owned()))
+        .map_err(|_| format!("`{s}`: expected lexical_abstains or no_word_known"))
+}
+
+/// One run's fitting: the sets, the settings, and the steps of `try_run`.
+struct Fitter<'a> {
+    args: &'a TrainArgs,
+    sets: &'a [SetData],
+    trees: TreeParams,
+}
+
+impl Fitter<'_> {
+    /// The sets the model is fitted on.
+    fn fit_sets(&self) -> Vec<&SetData> {
+        self.sets.iter().filter(|s| s.fit).collect()
+    }
+
+    /// A model of `terms` fitted on `train` (the ranker, then trees if asked for).
+    fn fit(&self, train: &[&SetData], terms: &[Term]) -> FusionModel {
+        let mut m = ranker_only(fit_ranker(train, terms, self.args.iterations, self.args.l2));
+        if self.trees.trees > 0 {
+            m.trees = fit_trees(train, &m, self.trees);
+        }
+        m
+    }
+
+    /// Leave one set out: a fitted-on set is ranked by a model fitted on the others, any other
+    /// set by the model fitted on all of them (fitted once).
+    fn held_out(&self, terms: &[Term]) -> Vec<Summary> {
+        let on_all = self.fit(&self.fit_sets(), terms);
+        self.sets
+            .iter()
+            .enumerate()
+            .map(|(k, s)| {
+                if !s.fit {
+                    return summary(s, &on_all, self.args.limit);
+                }
+                let train: Vec<&SetData> = self
+                    .sets
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, o)| *i != k && o.fit)
+                    .map(|(_, s)| s)
+                    .collect();
+                summary(s, &self.fit(&train, terms), self.args.limit)
+            })
+            .collect()
+    }
+
+    /// The held-out and in-sample figures, the terms, and the trees' inputs.
+    fn print_table(&self, loso: &[Summary], fitted: &FusionModel) {
+        let in_sample: Vec<Summary> = self.sets.iter().map(|s| summary(s, fitted, self.args.limit)).collect();
+        println!("ranker, leave one set out (each fitted-on set ranked by a model fitted on the others, the rest by the model) and fitted on all:");
         println!(
             "{:<16} {:>6} {:>21}   {:>21}",
             "set", "n", "held out R@1/R@5/MRR", "all R@1/R@5/MRR"
         );
-        for ((s, h), a) in sets.iter().zip(&loso).zip(&in_sample) {
+        for ((s, h), a) in self.sets.iter().zip(loso).zip(&in_sample) {
             println!(
-                "{:<16} {:>6} {:>21}   {:>21}",
+                "{:<16} {:>6} {:>21}   {:>21}{}",
                 s.name,
                 h.answerable,
                 triple(h),
-                triple(a)
+                triple(a),
+                if s.fit { "" } else { "  (not fitted on)" }
             );
         }
         println!("\nterms:");
@@ -209,157 +410,76 @@ impl TrainArgs {
                 println!("  {:<32} {u:>5}", input_name(k));
             }
         }
+    }
 
-        if self.ablate {
-            println!("\nleaving out a feature or a signal: held-out R@5 change per set (R@1 change in brackets)");
-            print!("{:<16}", "left out");
-            for s in &sets {
-                print!(" {:>16}", short(&s.name));
-            }
-            println!("  {:>8}", "mean R@5");
-            let groups = FEATURES.iter().chain(SIGNALS.iter()).map(|(n, _)| *n);
-            for g in groups {
-                let without: Vec<Term> = terms
-                    .iter()
-                    .copied()
-                    .filter(|t| FEATURES[t.feature].0 != g && t.signal.is_none_or(|s| SIGNALS[s].0 != g))
-                    .collect();
-                if without.len() == terms.len() {
-                    continue;
-                }
-                let h = held_out(&without);
-                print!("{g:<16}");
-                let mut mean = 0.0;
-                for (a, b) in h.iter().zip(&loso) {
-                    print!(" {:>+7.3} ({:>+6.3})", a.r5 - b.r5, a.r1 - b.r1);
-                    mean += (a.r5 - b.r5) / sets.len() as f64;
-                }
-                println!("  {mean:>+8.4}");
-            }
+    /// Refits without each feature and each signal, and prints the held-out change.
+    fn ablate(&self, terms: &[Term], loso: &[Summary]) {
+        println!("\nleaving out a feature or a signal: held-out R@5 change per set (R@1 change in brackets)");
+        print!("{:<16}", "left out");
+        for s in self.sets {
+            print!(" {:>16}", short(&s.name));
         }
+        println!("  {:>8}", "mean R@5");
+        for g in FEATURES.iter().chain(SIGNALS.iter()).map(|(n, _)| *n) {
+            let without: Vec<Term> = terms
+                .iter()
+                .copied()
+                .filter(|t| FEATURES[t.feature].0 != g && t.signal.is_none_or(|s| SIGNALS[s].0 != g))
+                .collect();
+            if without.len() == terms.len() {
+                continue;
+            }
+            let h = self.held_out(&without);
+            print!("{g:<16}");
+            let mut mean = 0.0;
+            for (a, b) in h.iter().zip(loso) {
+                print!(" {:>+7.3} ({:>+6.3})", a.r5 - b.r5, a.r1 - b.r1);
+                mean += (a.r5 - b.r5) / self.sets.len() as f64;
+            }
+            println!("  {mean:>+8.4}");
+        }
+    }
 
-        let mut model = fitted;
-        let bar = choose_bar(&sets, &model, self.limit, self.max_zero);
-        model.abstain_below = bar;
+    /// The chosen bar, every set's figures with it, and the requests it leaves without a
+    /// result: the unanswerable ones (whether each abstains) and the answerable ones.
+    fn print_abstention(&self, model: &FusionModel) {
         println!(
-            "\nabstain_below {bar:.2}: the highest cosine bar at which no set leaves more than {} of its answerable requests without a result",
-            self.max_zero
+            "\nabstain_below {:.2} on {:?}: the highest cosine bar at which no fitted-on set leaves more than {} of its answerable requests without a result",
+            model.abstain_below, model.abstain_on, self.args.max_zero
         );
-        let finals: Vec<Summary> = sets.iter().map(|s| summary(s, &model, self.limit)).collect();
         println!("\n{:<16} {:>21} {:>7} {:>8}", "set", "R@1/R@5/MRR", "zero", "abstain");
-        for (s, f) in sets.iter().zip(&finals) {
+        for s in self.sets {
+            let f = summary(s, model, self.args.limit);
             println!(
                 "{:<16} {:>21} {:>7.3} {:>8}",
                 s.name,
-                triple(f),
+                triple(&f),
                 f.zero_result.unwrap_or(0.0),
                 f.abstain.map_or("-".into(), |a| format!("{a:.3}"))
             );
         }
-
-        println!("\nunanswerable requests: does the lexical arm abstain, and the nearest tool's cosine");
-        for s in &sets {
+        println!("\nrequests without a result, or unanswerable: lexical arm abstains, no word known, nearest cosine");
+        for s in self.sets {
             for (q, texts) in s.queries.iter().zip(&s.texts) {
-                if q.groups().is_empty() {
-                    for (c, _) in texts {
-                        println!(
-                            "  {:<16} {:<5} {:.3}  {}",
-                            s.name,
-                            c.lexical_abstains(),
-                            c.best_cosine(),
-                            q.texts().join(" | ")
-                        );
+                let answerable = !q.groups().is_empty();
+                for (c, _) in texts {
+                    let r = s.index.rank_candidates(c, model);
+                    if answerable && !r.abstains {
+                        continue;
                     }
+                    println!(
+                        "  {:<16} {:<12} {:<5} {:<5} {:.3} {}  {}",
+                        s.name,
+                        if answerable { "ANSWERABLE" } else { "unanswerable" },
+                        c.lexical_abstains(),
+                        c.no_word_known(),
+                        c.best_cosine(),
+                        if r.abstains { "nothing" } else { "answered" },
+                        q.texts().join(" | ")
+                    );
                 }
             }
         }
-
-        if let Some(out) = &self.out {
-            let args: Vec<String> = std::env::args().skip(1).collect();
-            model.provenance = serde_json::json!({
-                "command": format!("search-eval {}", args.join(" ")),
-                "model": self.embed_model.file_name().map(|n| n.to_string_lossy().into_owned()),
-                "held_out": sets.iter().zip(&loso).map(|(s, h)| serde_json::json!({
-                    "set": s.name, "r1": round3(h.r1), "r5": round3(h.r5), "mrr": round3(h.mrr),
-                })).collect::<Vec<_>>(),
-                "dropped": self.drop,
-                "set_weights": self.set_weight,
-            });
-            std::fs::write(out, model.to_json()).map_err(|e| format!("{}: {e}", out.display()))?;
-            println!("\nwrote {}", out.display());
-        }
-        Ok(())
-    }
-
-    /// Every visible set's candidates (the model's vectors from the cache).
-    fn load(&self) -> Result<Vec<SetData>, String> {
-        let mut embedder = EvalEmbedder::open(&self.embed_model, &self.vector_cache)?;
-        let mut out = Vec::new();
-        for (name, catalog, queries_file) in visible_sets(&self.eval_dir, &self.catalogs_dir)? {
-            let tools = load_catalog_path(&catalog)?;
-            let queries = load_query_file(&queries_file)?;
-            let index = Index::build(&tools);
-            let names: Vec<String> = tools.iter().map(|t| t.tool.name.clone()).collect();
-            let vectors = embedder.tool_vectors(&tools)?;
-            let texts: Vec<String> = queries
-                .iter()
-                .flat_map(|q| q.texts())
-                .map(|t| tool_search::semantic::query_text(&t))
-                .collect();
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let qv = embedder.query_vectors(&refs)?;
-            let mut all = Vec::with_capacity(queries.len());
-            for q in &queries {
-                let groups = q.groups();
-                let mut per = Vec::new();
-                for t in q.texts() {
-                    let v = qv
-                        .get(&tool_search::semantic::query_text(&t))
-                        .ok_or_else(|| format!("{name}: no vector for a query"))?;
-                    let sem = Semantic {
-                        vectors: &vectors,
-                        query: v.as_slice(),
-                    };
-                    let c = index
-                        .candidates_for(&t, sem)
-                        .ok_or_else(|| format!("{name}: the vectors do not fit the catalog"))?;
-                    let g: Vec<u64> = c
-                        .docs
-                        .iter()
-                        .map(|&d| {
-                            groups
-                                .iter()
-                                .enumerate()
-                                .filter(|(_, g)| g.contains(&names[d]))
-                                .fold(0u64, |m, (i, _)| m | 1 << i.min(63))
-                        })
-                        .collect();
-                    per.push((c, g));
-                }
-                all.push(per);
-            }
-            eprintln!("{name}: {} queries", queries.len());
-            let boost = self
-                .set_weight
-                .iter()
-                .find_map(|w| {
-                    w.split_once('=')
-                        .filter(|(n, _)| *n == name)
-                        .map(|(_, f)| f.parse::<f64>())
-                })
-                .transpose()
-                .map_err(|e| format!("--set-weight {name}: {e}"))?
-                .unwrap_or(1.0);
-            out.push(SetData {
-                boost,
-                name,
-                index,
-                names,
-                queries,
-                texts: all,
-            });
-        }
-        Ok(out)
     }
 }
 
@@ -396,6 +516,7 @@ fn ranker_only(terms: Vec<Term>) -> FusionModel {
         terms,
         trees: Vec::new(),
         abstain_below: 0.0,
+        abstain_on: AbstainOn::default(),
         provenance: serde_json::Value::Null,
     }
 }
@@ -517,7 +638,7 @@ fn fit_ranker(sets: &[&SetData], terms: &[Term], iterations: usize, l2: f64) -> 
 
 /// The highest cosine bar (in steps of 0.01) at which no set leaves more than `max_zero` of
 /// its answerable requests without a result.
-fn choose_bar(sets: &[SetData], model: &FusionModel, limit: usize, max_zero: f64) -> f64 {
+fn choose_bar(sets: &[&SetData], model: &FusionModel, limit: usize, max_zero: f64) -> f64 {
     let mut best = 0.0;
     let mut m = model.clone();
     for step in 1..=100 {
@@ -821,6 +942,11 @@ mod tests {
             tree_depth: 3,
             tree_rate: 0.1,
             out: None,
+            fit_sets: Vec::new(),
+            query_delta: None,
+            query_delta_for: Vec::new(),
+            own_sets: Vec::new(),
+            abstain_on: AbstainOn::NoWordKnown,
         };
         let all = args(&[]).terms().unwrap();
         assert_eq!(all.len(), N_FEATURES * (1 + SIGNALS.len()));

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use embed::store::{text_key, VectorStore};
-use embed::Embedder;
+use embed::{Embedder, QueryDeltaChoice};
 use tool_search::model::CatalogTool;
 use tool_search::semantic::{embedding_text, Vectors};
 pub use tool_search::semantic::{QUERY_MAX_TOKENS, TOOL_MAX_TOKENS};
@@ -30,6 +30,9 @@ enum Source {
 
 struct Cached {
     embedder: Embedder,
+    /// The query vectors' file in `dir`: `queries.bin`, or `queries-<delta>.bin` with a query
+    /// delta (so runs with and without one keep their own).
+    queries_file: String,
     dir: PathBuf,
     tools: VectorStore,
     queries: VectorStore,
@@ -39,21 +42,90 @@ struct Cached {
 }
 
 impl EvalEmbedder {
+    /// The model in `model` with the query delta the service would run with
+    /// (`EMBED_QUERY_DELTA`, else the built-in one when it fits the model).
     pub fn open(model: &Path, cache: &Path) -> Result<Self, String> {
+        Self::open_with(model, cache, &QueryDeltaChoice::from_env())
+    }
+
+    /// The model in `model` without a query delta (the base model's own vectors; the tool
+    /// vectors are these whatever the delta).
+    pub fn open_base(model: &Path, cache: &Path) -> Result<Self, String> {
+        Self::open_with(model, cache, &QueryDeltaChoice::None)
+    }
+
+    /// The model in `model` with the query delta `delta` names.
+    pub fn open_with(model: &Path, cache: &Path, delta: &QueryDeltaChoice) -> Result<Self, String> {
         Ok(Self {
-            source: Source::Model(Box::new(Cached::open(model, cache)?)),
+            source: Source::Model(Box::new(Cached::open(model, cache, delta)?)),
         })
+    }
+
+    /// The digest of the model's files (`None` for external vectors).
+    pub fn files_digest(&self) -> Option<&str> {
+        match &self.source {
+            Source::Model(c) => Some(c.embedder.files_digest()),
+            Source::External(_) => None,
+        }
+    }
+
+    /// The query delta's fingerprint, when the model runs with one.
+    pub fn query_delta(&self) -> Option<&str> {
+        match &self.source {
+            Source::Model(c) => c.embedder.query_delta(),
+            Source::External(_) => None,
+        }
+    }
+
+    /// `text`'s token ids cut at `max_tokens` (the model's tokenizer; `None` for external
+    /// vectors, which have none).
+    pub fn token_ids(&self, text: &str, max_tokens: usize) -> Option<Vec<u32>> {
+        match &self.source {
+            Source::Model(c) => c.embedder.token_ids(&[text], max_tokens).ok()?.pop(),
+            Source::External(_) => None,
+        }
+    }
+
+    /// The tools' vectors as rows, in order (as [`Self::tool_vectors`]).
+    pub fn tool_rows(&mut self, tools: &[CatalogTool]) -> Result<Vec<Vec<f32>>, String> {
+        let texts: Vec<String> = tools.iter().map(embedding_text).collect();
+        match &mut self.source {
+            Source::Model(c) => {
+                c.tool_vectors(tools)?;
+                texts
+                    .iter()
+                    .map(|t| {
+                        c.tools
+                            .get(&text_key(t))
+                            .map(<[f32]>::to_vec)
+                            .ok_or_else(|| "a tool vector is missing from the cache".to_owned())
+                    })
+                    .collect()
+            }
+            Source::External(x) => {
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                x.check(&refs, "tool")?;
+                Ok(refs.iter().filter_map(|t| x.get(t).map(<[f32]>::to_vec)).collect())
+            }
+        }
     }
 
     /// [`Self::open`], but every vector must already be in `cache` (filled by
     /// `search-eval --all-visible --embed-model DIR` from a release build); a missing one is an
     /// error naming that command.
     pub fn open_cache_only(model: &Path, cache: &Path) -> Result<Self, String> {
-        let mut c = Cached::open(model, cache)?;
+        let mut c = Cached::open(model, cache, &QueryDeltaChoice::from_env())?;
         c.cache_only = true;
         Ok(Self {
             source: Source::Model(Box::new(c)),
         })
+    }
+
+    /// From now on every vector must come from the cache (see [`Self::open_cache_only`]).
+    pub fn set_cache_only(&mut self) {
+        if let Source::Model(c) = &mut self.source {
+            c.cache_only = true;
+        }
     }
 
     /// Vectors computed elsewhere, read from `dir` ([`ExternalVectors::load`]).
@@ -92,20 +164,72 @@ impl EvalEmbedder {
     }
 }
 
+/// The embedders of a run over several sets: one for every set, and one per set that
+/// `--query-delta-for SET=FILE` gives its own query delta (a delta trained without that set's
+/// requests: its figures are then held out).
+pub struct SetEmbedders {
+    default: EvalEmbedder,
+    per_set: Vec<(String, EvalEmbedder)>,
+}
+
+impl SetEmbedders {
+    /// The model with `default`'s delta, and one more per `SET=FILE` of `per_set`.
+    pub fn open(model: &Path, cache: &Path, default: &QueryDeltaChoice, per_set: &[String]) -> Result<Self, String> {
+        let mut own = Vec::new();
+        for entry in per_set {
+            let Some((set, file)) = entry.split_once('=') else {
+                return Err(format!("--query-delta-for {entry}: expected SET=FILE"));
+            };
+            let e = EvalEmbedder::open_with(model, cache, &QueryDeltaChoice::File(PathBuf::from(file)))?;
+            own.push((set.to_owned(), e));
+        }
+        Ok(Self {
+            default: EvalEmbedder::open_with(model, cache, default)?,
+            per_set: own,
+        })
+    }
+
+    /// One embedder for every set.
+    pub fn one(e: EvalEmbedder) -> Self {
+        Self {
+            default: e,
+            per_set: Vec::new(),
+        }
+    }
+
+    /// The query delta of the sets without one of their own.
+    pub fn default_delta(&self) -> Option<&str> {
+        self.default.query_delta()
+    }
+
+    /// The embedder of `set`.
+    pub fn for_set(&mut self, set: &str) -> &mut EvalEmbedder {
+        match self.per_set.iter().position(|(s, _)| s == set) {
+            Some(i) => &mut self.per_set[i].1,
+            None => &mut self.default,
+        }
+    }
+}
+
 impl Cached {
-    fn open(model: &Path, cache: &Path) -> Result<Self, String> {
-        let embedder = Embedder::load(model).map_err(|e| format!("{}: {e}", model.display()))?;
+    fn open(model: &Path, cache: &Path, delta: &QueryDeltaChoice) -> Result<Self, String> {
+        let embedder = Embedder::load_choosing(model, delta).map_err(|e| format!("{}: {e}", model.display()))?;
         let dim = embedder.dim();
         let (tools, _) = VectorStore::load(&cache.join("tools.bin"), &embedder.fingerprint(TOOL_MAX_TOKENS), dim);
-        // query vectors come from the queries' own path (8-bit where the CPU has a VNNI unit),
-        // cached under its own fingerprint
+        // query vectors come from the queries' own path (8-bit where the CPU has a VNNI unit,
+        // with the query delta if any), cached under its own fingerprint and file
+        let queries_file = match embedder.query_delta() {
+            Some(d) => format!("queries-{d}.bin"),
+            None => "queries.bin".to_owned(),
+        };
         let (queries, _) = VectorStore::load(
-            &cache.join("queries.bin"),
+            &cache.join(&queries_file),
             &embedder.query_fingerprint(QUERY_MAX_TOKENS),
             dim,
         );
         Ok(Self {
             embedder,
+            queries_file,
             dir: cache.to_owned(),
             tools,
             queries,
@@ -140,7 +264,7 @@ impl Cached {
             |t| embedder.embed_queries_at(t, QUERY_MAX_TOKENS),
             &mut self.queries,
             texts,
-            &self.dir.join("queries.bin"),
+            &self.dir.join(&self.queries_file),
             "queries",
         )?;
         Ok(texts

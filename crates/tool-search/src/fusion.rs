@@ -313,15 +313,32 @@ enum NodeFile {
     },
 }
 
+/// Which requests the cosine bar ([`FusionModel::abstain_below`]) may leave without a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AbstainOn {
+    /// Those the lexical arm alone would answer nothing (its own abstention rules: no word
+    /// known, too little of a short request covered).
+    #[default]
+    LexicalAbstains,
+    /// Only those none of whose words the catalog knows in any form (itself, an alias, a name
+    /// affix, one edit away), and that spell no tool's name: the evidence that nothing fits
+    /// is then the model's alone, and a request in everyday words that shares a word with
+    /// the catalog is always answered.
+    NoWordKnown,
+}
+
 /// A fusion model: weighted terms plus regression trees, and when to answer nothing.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FusionModel {
     pub terms: Vec<Term>,
     /// Added to the terms' score (boosted on it by `search-eval train`).
     pub trees: Vec<Tree>,
-    /// A request the lexical arm abstains on (and that spells no tool's name) is answered
-    /// only when its nearest tool's cosine reaches this; otherwise nothing is returned.
+    /// A request [`Self::abstain_on`] names is answered only when its nearest tool's cosine
+    /// reaches this; otherwise nothing is returned.
     pub abstain_below: f64,
+    /// Which requests the bar applies to.
+    pub abstain_on: AbstainOn,
     /// How the model was made (the command that reproduces it, and what it measured).
     pub provenance: serde_json::Value,
 }
@@ -336,6 +353,8 @@ struct ModelFile {
     #[serde(default)]
     trees: Vec<Vec<NodeFile>>,
     abstain_below: f64,
+    #[serde(default)]
+    abstain_on: AbstainOn,
 }
 
 /// The model the service ranks with (see the module docs).
@@ -391,6 +410,7 @@ impl FusionModel {
             terms,
             trees,
             abstain_below: f.abstain_below,
+            abstain_on: f.abstain_on,
             provenance: f.provenance,
         })
     }
@@ -425,6 +445,7 @@ impl FusionModel {
                 })
                 .collect(),
             abstain_below: round(self.abstain_below),
+            abstain_on: self.abstain_on,
         };
         let mut s = serde_json::to_string_pretty(&f).expect("a model serializes");
         s.push('\n');
@@ -470,6 +491,19 @@ impl Candidates {
     /// The nearest tool's cosine.
     pub fn best_cosine(&self) -> f64 {
         self.signals[signal::BEST_COSINE]
+    }
+
+    /// The catalog knows none of the request's words, in any form, and it spells no name.
+    pub fn no_word_known(&self) -> bool {
+        self.signals[signal::UNKNOWN] >= 1.0 - 1e-9 && self.features.iter().all(|x| x[feature::SPELLED] == 0.0)
+    }
+
+    /// Whether `model`'s cosine bar may leave this request without a result.
+    pub fn doubtful(&self, model: &FusionModel) -> bool {
+        match model.abstain_on {
+            AbstainOn::LexicalAbstains => self.lexical_abstains(),
+            AbstainOn::NoWordKnown => self.no_word_known(),
+        }
     }
 
     /// A short request for an operation none of the ranking's best tools (names it spells
@@ -691,8 +725,7 @@ impl Index {
         if c.misses_operation(&order) {
             order.retain(|o| spelled(o.0));
         }
-        let abstains =
-            order.is_empty() || (c.lexical_abstains() && c.signals[signal::BEST_COSINE] < model.abstain_below);
+        let abstains = order.is_empty() || (c.doubtful(model) && c.signals[signal::BEST_COSINE] < model.abstain_below);
         Ranked { order, abstains }
     }
 
@@ -709,8 +742,12 @@ impl Index {
         let r = self.rank_candidates(&c, model);
         let verdict = Explanation::new(
             format!(
-                "the nearest tool's cosine; when the lexical arm abstains ({}), the search answers only from {}",
-                if c.lexical_abstains() { "it does" } else { "it does not" },
+                "the nearest tool's cosine; when {} ({}), the search answers only from {}",
+                match model.abstain_on {
+                    AbstainOn::LexicalAbstains => "the lexical arm abstains",
+                    AbstainOn::NoWordKnown => "the catalog knows none of the request's words",
+                },
+                if c.doubtful(model) { "it does" } else { "it does not" },
                 model.abstain_below
             ),
             c.signals[signal::BEST_COSINE],
@@ -724,7 +761,7 @@ impl Index {
         let score = r.order.iter().find(|o| o.0 == i).map_or(0.0, |o| o.1);
         let rank = r.order.iter().position(|o| o.0 == i).unwrap_or(usize::MAX);
         let head = if r.abstains {
-            "not returned: the lexical arm abstains and no tool is near enough; its learned score = Σ term".to_owned()
+            "not returned: nothing is near enough (see the verdict); its learned score = Σ term".to_owned()
         } else {
             format!(
                 "learned score (rank {}) = Σ term (weight × feature, or × feature × signal)",
