@@ -15,14 +15,15 @@
 # gets; its leave-one-set-out table is the held-out hybrid figure of each licensed set.
 #
 # Usage: scripts/train-query-delta.sh [OUT]   (OUT: the folds and logs, default target/query-delta)
-# Environment: TRAIN_FLAGS (extra train-encoder flags), SKIP_FOLDS=1 (reuse OUT's folds).
+# Environment: TRAIN_FLAGS (extra train-encoder flags), SKIP_FOLDS (reuse OUT's folds: 1 for all,
+# or a comma-separated list of names such as fold-deployment,fold-metatool).
 # Takes about an hour on 2 cores.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 OUT="${1:-target/query-delta}"
-SHARED="${SHARED_DIR:-$ROOT/../shared}"
+SHARED="${SHARED_DIR:-../shared}" # relative: the provenance records the command as run
 MODEL=models/all-MiniLM-L6-v2
 mkdir -p "$OUT"
 
@@ -38,15 +39,17 @@ flags=(--embed-model "$MODEL" "${dirs[@]}" --ssl-catalog "$SHARED/bench/catalogs
   --bfcl target/training-data/bfcl_eval/data --self-supervised 2000 --epochs 2 --seed 1 ${TRAIN_FLAGS:-})
 
 train() { # NAME TRAIN_SETS HOLD_OUT OUT_FILE [OWN-SET FLAGS]
+  if [[ "${SKIP_FOLDS:-}" == 1 && "$1" == fold-* || ",${SKIP_FOLDS:-}," == *",$1,"* ]]; then
+    echo "== $1: reusing $4"
+    return
+  fi
   echo "== train-encoder $1: on $2 ${*:5}, holding out $3"
   "$SE" train-encoder "${flags[@]}" --train-sets "$2" --hold-out "$3" --out "$4" "${@:5}" | tee "$OUT/$1.log"
 }
-if [[ "${SKIP_FOLDS:-0}" != 1 ]]; then
-  train fold-deployment demo-dev,metatool-dev deployment-dev,seed-examples "$OUT/fold-deployment.safetensors" "${own[@]}"
-  train fold-metatool deployment-dev,demo-dev,seed-examples metatool-dev "$OUT/fold-metatool.safetensors" "${own[@]}"
-  train fold-demo deployment-dev,metatool-dev,seed-examples demo-dev "$OUT/fold-demo.safetensors" "${own[@]}"
-  train fold-own deployment-dev,demo-dev,metatool-dev,seed-examples mcp_flow-dev "$OUT/fold-own.safetensors"
-fi
+train fold-deployment demo-dev,metatool-dev deployment-dev,seed-examples "$OUT/fold-deployment.safetensors" "${own[@]}"
+train fold-metatool deployment-dev,demo-dev,seed-examples metatool-dev "$OUT/fold-metatool.safetensors" "${own[@]}"
+train fold-demo deployment-dev,metatool-dev,seed-examples demo-dev "$OUT/fold-demo.safetensors" "${own[@]}"
+train fold-own deployment-dev,demo-dev,metatool-dev,seed-examples mcp_flow-dev "$OUT/fold-own.safetensors"
 train ship deployment-dev,demo-dev,metatool-dev,seed-examples mcp_flow-dev,mcptoolbench,toollens \
   crates/embed/query-delta.safetensors "${own[@]}" --record-visible
 

@@ -145,7 +145,7 @@ fn refuse<T>(message: impl Into<String>) -> Result<T, DeltaError> {
 
 /// The delta the service runs with unless told otherwise: `crates/embed/query-delta.safetensors`
 /// (its provenance says how it was made), built into the binary.
-const BUILTIN: &[u8] = &[];
+const BUILTIN: &[u8] = include_bytes!("../query-delta.safetensors");
 
 /// The built-in delta.
 pub fn builtin() -> Result<QueryDelta, DeltaError> {
@@ -445,6 +445,36 @@ mod tests {
         d.pairs
             .insert("encoder.layer.1.output.dense.weight".into(), pair(3, 5, 2, 2.0));
         d
+    }
+
+    #[test]
+    fn the_built_in_delta_is_small_and_says_how_it_was_made() {
+        assert!(BUILTIN.len() <= 8 << 20, "the shipped delta is at most 8 MB");
+        let d = builtin().expect("the shipped delta parses");
+        assert_eq!(d.rank, 8);
+        // every linear layer of all six encoder layers: a query costs what it cost without it
+        assert_eq!(d.pairs.len(), 6 * LINEAR_PARTS.len());
+        let p = &d.provenance;
+        let command = p["command"].as_str().unwrap();
+        assert!(command.starts_with("search-eval train-encoder "), "{command}");
+        assert!(
+            !command.contains("/work/"),
+            "the command names paths relative to the repository"
+        );
+        assert!(p["seed"].is_u64());
+        // trained only on what may train it; the others only judged
+        let held: Vec<&str> = p["held_out"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
+        for judge in ["mcp_flow-dev", "mcptoolbench", "toollens"] {
+            assert!(held.contains(&judge), "{judge} is held out");
+        }
+        for set in ["demo-dev", "deployment-dev", "metatool-dev", "mcp_flow-dev", "toollens"] {
+            assert!(p["visible"][set]["r5"].is_f64(), "{set}'s figures are recorded");
+        }
     }
 
     #[test]

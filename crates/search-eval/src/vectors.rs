@@ -217,10 +217,15 @@ impl Cached {
         let dim = embedder.dim();
         let (tools, _) = VectorStore::load(&cache.join("tools.bin"), &embedder.fingerprint(TOOL_MAX_TOKENS), dim);
         // query vectors come from the queries' own path (8-bit where the CPU has a VNNI unit,
-        // with the query delta if any), cached under its own fingerprint and file
+        // with the query delta if any), cached under its own fingerprint, in a file of each
+        // path's own (an f32 run does not overwrite the 8-bit vectors)
+        let precision = match embedder.query_precision() {
+            "f32" => "-f32",
+            _ => "",
+        };
         let queries_file = match embedder.query_delta() {
-            Some(d) => format!("queries-{d}.bin"),
-            None => "queries.bin".to_owned(),
+            Some(d) => format!("queries{precision}-{d}.bin"),
+            None => format!("queries{precision}.bin"),
         };
         let (queries, _) = VectorStore::load(
             &cache.join(&queries_file),

@@ -493,9 +493,8 @@ fn the_semantic_arm_answers_a_need_in_other_words() {
     let index = Index::build(&tools);
     let n = tools.len();
     let vectors = axis_vectors(n);
-    // no word of the query is in the catalog: lexically nothing
-    let q = "grab an image of what the tab shows";
-    assert!(index.search(q, 5).is_empty());
+    // one word of the query (`page`) is the catalog's, and it leads lexically elsewhere
+    let q = "grab an image of what the page shows";
     let shot = position(&tools, "browser_take_screenshot");
     let qv = query_vector(n, &[(shot, 0.9), (position(&tools, "browser_click"), 0.3)]);
     let sem = arm(&vectors, &qv);
@@ -505,8 +504,21 @@ fn the_semantic_arm_answers_a_need_in_other_words() {
         "the semantic arm's nearest tool is among the hits: {:?}",
         names(&tools, &hits)
     );
-    // under the model's cosine bar, a request the lexical arm cannot serve stays unanswered:
-    // the query points mostly along an axis no tool has (cosine 0.2 to the nearest tool)
+}
+
+#[test]
+fn a_request_the_model_doubts_is_answered_only_at_its_cosine_bar() {
+    let tools = catalog();
+    let index = Index::build(&tools);
+    let n = tools.len();
+    // no word of the query is in the catalog, in any form: lexically nothing, and doubtful
+    // under either abstention rule (the lexical arm abstains; the catalog knows none of its
+    // words)
+    let q = "blorf the zibbles quuxly";
+    assert!(index.search(q, 5).is_empty());
+    let shot = position(&tools, "browser_take_screenshot");
+    let model = crate::fusion::FusionModel::builtin();
+    // the query points mostly along an axis no tool has; its cosine to the nearest tool varies
     let dim = n + 1;
     let rows: Vec<Vec<f32>> = (0..n)
         .map(|i| {
@@ -516,15 +528,18 @@ fn the_semantic_arm_answers_a_need_in_other_words() {
         })
         .collect();
     let wide = semantic::Vectors::build(n, dim, |i| Some(rows[i].as_slice()));
-    let mut vague = vec![0.0f32; dim];
-    vague[n] = 0.98;
-    vague[shot] = 0.2;
-    let sem = arm(&wide, &vague);
-    assert!(index.search_hybrid(q, 5, Some(sem)).is_empty());
-    assert!(crate::fusion::FusionModel::builtin().abstain_below > 0.2);
-    vague[shot] = 0.5;
-    let sem = arm(&wide, &vague);
-    assert!(names(&tools, &index.search_hybrid(q, 5, Some(sem))).contains(&"browser_take_screenshot".to_string()));
+    for cosine in [0.2f32, 0.5, 0.9] {
+        let mut vague = vec![0.0f32; dim];
+        vague[n] = 0.98;
+        vague[shot] = cosine;
+        let hits = index.search_hybrid(q, 5, Some(arm(&wide, &vague)));
+        if f64::from(cosine) < model.abstain_below {
+            assert!(hits.is_empty(), "cosine {cosine}: {:?}", names(&tools, &hits));
+        } else {
+            assert!(names(&tools, &hits).contains(&"browser_take_screenshot".to_string()));
+        }
+    }
+    assert!(model.abstain_below > 0.2, "a faint likeness is no answer");
 }
 
 #[test]
