@@ -311,6 +311,7 @@ use table::StrTable;
 use crate::model::CatalogTool;
 pub use explain::Explanation;
 pub use fusion::Semantic;
+pub use persist::CorruptIndex;
 
 use analyzer::Analyzer;
 

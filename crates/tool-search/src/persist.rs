@@ -16,6 +16,19 @@ use crate::{Doc, Index, PairTable, Posting, Term};
 
 const MAGIC: &[u8; 8] = b"MSPIDX01";
 
+/// Bytes that are not an index [`Index::to_bytes`] wrote: the message says what is wrong
+/// (cut short, a count or an id out of range, a weight not finite, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorruptIndex(String);
+
+impl std::fmt::Display for CorruptIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CorruptIndex {}
+
 impl Index {
     /// The index as bytes (see the module docs).
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -75,7 +88,11 @@ impl Index {
     }
 
     /// An index from [`Index::to_bytes`]' output; `Err` says what is wrong with the bytes.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Index, String> {
+    pub fn from_bytes(bytes: &[u8]) -> Result<Index, CorruptIndex> {
+        Index::read(bytes).map_err(CorruptIndex)
+    }
+
+    fn read(bytes: &[u8]) -> Result<Index, String> {
         let mut r = Reader { b: bytes, at: 0 };
         if r.take(MAGIC.len())? != MAGIC {
             return Err("not an index file of this format".into());
