@@ -558,134 +558,223 @@ impl Index {
     fn candidates(&self, query: &str, sem: Semantic<'_>) -> Candidates {
         let q: Prepared = self.prepare(query);
         let accs = self.accumulate(&q);
+        let lexical = self.lexical_side(&q, &accs);
+        let semantic = SemanticSide::of(sem);
+        let pool = Pool::of(&lexical, &semantic);
+        let (features, lexical_scores) = self.features(&q, &accs, &lexical, &semantic, &pool);
+        Candidates {
+            docs: pool.docs,
+            features,
+            signals: signals(&q, &accs, &lexical, &semantic),
+            lexical_scores,
+            operation_applies: q.operation.is_some() && q.groups.len() <= PARAMS.operation_max_words,
+        }
+    }
+
+    /// The lexical arm's part of a request's candidates: its ranking, the names the request
+    /// spells and its own verdict.
+    fn lexical_side(&self, q: &Prepared, accs: &[(u32, Acc)]) -> LexicalSide {
         // the lexical ranking: every tool the query reaches, by score (no gate, cut or
         // abstention: the features carry what those rules read)
-        let mut lexical: Vec<(f64, u32, usize)> = accs
+        let mut ranking: Vec<(f64, u32, usize)> = accs
             .iter()
             .enumerate()
-            .map(|(i, (d, a))| (self.final_score(&q, *d, a), *d, i))
+            .map(|(i, (d, a))| (self.final_score(q, *d, a), *d, i))
             .collect();
         let by_score = |a: &(f64, u32, usize), b: &(f64, u32, usize)| {
             b.0.total_cmp(&a.0)
                 .then_with(|| self.docs[a.1 as usize].name.cmp(&self.docs[b.1 as usize].name))
                 .then(a.1.cmp(&b.1))
         };
-        if lexical.len() > DEPTH {
-            lexical.select_nth_unstable_by(DEPTH - 1, by_score);
-            lexical.truncate(DEPTH);
+        if ranking.len() > DEPTH {
+            ranking.select_nth_unstable_by(DEPTH - 1, by_score);
+            ranking.truncate(DEPTH);
         }
-        lexical.sort_by(by_score);
-        let lexical_best = lexical.first().map_or(0.0, |l| l.0).max(1e-9);
-        let whole = q.total_importance + q.unknown_importance;
-        let doubt = match lexical.first() {
-            Some(&(_, _, i)) if whole > 0.0 => 1.0 - (accs[i].1.importance / whole).clamp(0.0, 1.0),
-            _ => 1.0,
-        };
+        ranking.sort_by(by_score);
+        let best = ranking.first().map_or(0.0, |l| l.0).max(1e-9);
         let mut spelled: Vec<u32> = q.exact.into_iter().collect();
         spelled.extend(q.name_matches.iter().filter(|&&d| Some(d) != q.exact));
         spelled.truncate(DEPTH);
         // the lexical arm's own verdict (its abstention rules, on its own gated ranking)
-        let lexical_abstains =
-            spelled.is_empty() && (lexical.is_empty() || self.rank_lexical(&q, &accs, DEPTH).abstained);
-        let foreign = if whole > 0.0 {
-            q.groups
-                .iter()
-                .filter(|g| {
-                    g.expansions.iter().any(|e| e.kind == ExpansionKind::Foreign)
-                        && !g.expansions.iter().any(|e| e.kind == ExpansionKind::Word)
-                })
-                .map(|g| g.importance)
-                .sum::<f64>()
-                / whole
-        } else {
-            0.0
-        };
-
-        let lead = match lexical.as_slice() {
+        let abstains = spelled.is_empty() && (ranking.is_empty() || self.rank_lexical(q, accs, DEPTH).abstained);
+        let lead = match ranking.as_slice() {
             [] => 0.0,
             [_] => 1.0,
             [first, second, ..] => (1.0 - second.0 / first.0.max(1e-9)).clamp(0.0, 1.0),
         };
-        let verbosity = ((q.groups.len() as f64 - 4.0) / 26.0).clamp(0.0, 1.0);
-
-        let near = sem.vectors.nearest(sem.query, DEPTH);
-        let best_cosine = near.first().map_or(0.0, |h| f64::from(h.1));
-        let floor = near.last().map_or(0.0, |h| f64::from(h.1));
-        let span = (best_cosine - floor).max(1e-9);
-
-        // the candidates: lexical order, then the semantic arm's new ones, then spelled names
-        let mut at: FxHashMap<usize, usize> = Default::default();
-        let mut docs: Vec<usize> = Vec::with_capacity(lexical.len() + near.len() + spelled.len());
-        for d in lexical
-            .iter()
-            .map(|l| l.1 as usize)
-            .chain(near.iter().map(|h| h.0))
-            .chain(spelled.iter().map(|&d| d as usize))
-        {
-            at.entry(d).or_insert_with(|| {
-                docs.push(d);
-                docs.len() - 1
-            });
+        LexicalSide {
+            ranking,
+            best,
+            spelled,
+            abstains,
+            lead,
         }
-        let acc_of: FxHashMap<u32, usize> = if docs.len() > lexical.len() {
+    }
+
+    /// Each candidate's features (see [`FEATURES`]) and lexical score (0 when the query
+    /// does not reach it), in the pool's order.
+    fn features(
+        &self,
+        q: &Prepared,
+        accs: &[(u32, Acc)],
+        lexical: &LexicalSide,
+        semantic: &SemanticSide<'_>,
+        pool: &Pool,
+    ) -> (Vec<[f64; N_FEATURES]>, Vec<f64>) {
+        let (docs, at) = (&pool.docs, &pool.at);
+        let acc_of: FxHashMap<u32, usize> = if docs.len() > lexical.ranking.len() {
             accs.iter().enumerate().map(|(i, (d, _))| (*d, i)).collect()
         } else {
             Default::default()
         };
         let mut features = vec![[0.0; N_FEATURES]; docs.len()];
         let mut lexical_scores = vec![0.0; docs.len()];
-        for (rank, l) in lexical.iter().enumerate() {
+        for (rank, l) in lexical.ranking.iter().enumerate() {
             let x = &mut features[at[&(l.1 as usize)]];
             x[feature::LEXICAL_RANK] = 1.0 / (1.0 + rank as f64);
         }
-        for (rank, h) in near.iter().enumerate() {
+        for (rank, h) in semantic.near.iter().enumerate() {
             let x = &mut features[at[&h.0]];
             x[feature::SEMANTIC_RANK] = 1.0 / (1.0 + rank as f64);
         }
+        let sem = semantic.sem;
         for (i, &d) in docs.iter().enumerate() {
-            let acc: Option<&Acc> = match lexical.get(i) {
+            let acc: Option<&Acc> = match lexical.ranking.get(i) {
                 Some(l) => Some(&accs[l.2].1),
                 None => acc_of.get(&(d as u32)).map(|&k| &accs[k].1),
             };
             let x = &mut features[i];
             if let Some(a) = acc {
-                let score = self.final_score(&q, d as u32, a);
+                let score = self.final_score(q, d as u32, a);
                 lexical_scores[i] = score;
-                x[feature::LEXICAL] = (score / lexical_best).clamp(0.0, 1.0);
-                x[feature::COVERAGE] = Index::coverage(&q, a).clamp(0.0, 1.0);
+                x[feature::LEXICAL] = (score / lexical.best).clamp(0.0, 1.0);
+                x[feature::COVERAGE] = Index::coverage(q, a).clamp(0.0, 1.0);
                 x[feature::NAME_COVERAGE] = self.name_coverage(d as u32, a);
             }
-            x[feature::SPELLED] = f64::from(u8::from(spelled.contains(&(d as u32))));
-            x[feature::OPERATION] = f64::from(u8::from(self.has_operation(&q, d as u32)));
+            x[feature::SPELLED] = f64::from(u8::from(lexical.spelled.contains(&(d as u32))));
+            x[feature::OPERATION] = f64::from(u8::from(self.has_operation(q, d as u32)));
             x[feature::LEADS] = f64::from(u8::from(
-                i == 0 && !lexical.is_empty() && lead >= LEAD_MIN && x[feature::COVERAGE] >= LEAD_MIN_COVERAGE,
+                i == 0
+                    && !lexical.ranking.is_empty()
+                    && lexical.lead >= LEAD_MIN
+                    && x[feature::COVERAGE] >= LEAD_MIN_COVERAGE,
             ));
             let cosine = sem.vectors.similarity(d, sem.query).map_or(0.0, f64::from);
             x[feature::COSINE] = cosine.clamp(0.0, 1.0);
-            x[feature::COSINE_SHARE] = ((cosine - floor) / span).clamp(0.0, 1.0);
+            x[feature::COSINE_SHARE] = ((cosine - semantic.floor) / semantic.span).clamp(0.0, 1.0);
             x[feature::AGREE] = x[feature::LEXICAL] * x[feature::COSINE_SHARE];
         }
-        let mut signals = [0.0; N_SIGNALS];
-        signals[signal::DOUBT] = doubt;
-        signals[signal::VERBOSE] = verbosity;
-        signals[signal::FOREIGN] = foreign.clamp(0.0, 1.0);
-        signals[signal::UNKNOWN] = if whole > 0.0 {
-            (q.unknown_importance / whole).clamp(0.0, 1.0)
-        } else {
-            1.0
-        };
-        signals[signal::LEXICAL_LEAD] = lead;
-        signals[signal::BEST_COSINE] = best_cosine.clamp(0.0, 1.0);
-        signals[signal::LEXICAL_ABSTAINS] = f64::from(u8::from(lexical_abstains));
-        Candidates {
-            docs,
-            features,
-            signals,
-            lexical_scores,
-            operation_applies: q.operation.is_some() && q.groups.len() <= PARAMS.operation_max_words,
+        (features, lexical_scores)
+    }
+}
+
+/// The lexical arm's part of a request's candidates ([`Index::lexical_side`]).
+struct LexicalSide {
+    /// Its best [`DEPTH`] tools by score: (score, doc, position in the accumulators).
+    ranking: Vec<(f64, u32, usize)>,
+    /// The first score (at least 1e-9): what the `lexical` feature divides by.
+    best: f64,
+    /// The tools whose name the request spells, at most [`DEPTH`].
+    spelled: Vec<u32>,
+    /// The lexical arm alone would answer nothing.
+    abstains: bool,
+    /// How far the first score stands above the second (0 to 1).
+    lead: f64,
+}
+
+/// The semantic arm's part of a request's candidates: its nearest [`DEPTH`] tools.
+struct SemanticSide<'a> {
+    sem: Semantic<'a>,
+    near: Vec<(usize, f32)>,
+    /// The nearest tool's cosine.
+    best_cosine: f64,
+    /// The last neighbour's cosine, where the `cosine_share` feature starts.
+    floor: f64,
+    /// `best_cosine - floor` (at least 1e-9).
+    span: f64,
+}
+
+impl<'a> SemanticSide<'a> {
+    fn of(sem: Semantic<'a>) -> Self {
+        let near = sem.vectors.nearest(sem.query, DEPTH);
+        let best_cosine = near.first().map_or(0.0, |h| f64::from(h.1));
+        let floor = near.last().map_or(0.0, |h| f64::from(h.1));
+        let span = (best_cosine - floor).max(1e-9);
+        SemanticSide {
+            sem,
+            near,
+            best_cosine,
+            floor,
+            span,
         }
     }
+}
 
+/// The candidates: the lexical order, then the semantic arm's new ones, then spelled names.
+struct Pool {
+    docs: Vec<usize>,
+    /// Each doc's position in `docs`.
+    at: FxHashMap<usize, usize>,
+}
+
+impl Pool {
+    fn of(lexical: &LexicalSide, semantic: &SemanticSide<'_>) -> Pool {
+        let mut at: FxHashMap<usize, usize> = Default::default();
+        let mut docs: Vec<usize> =
+            Vec::with_capacity(lexical.ranking.len() + semantic.near.len() + lexical.spelled.len());
+        for d in lexical
+            .ranking
+            .iter()
+            .map(|l| l.1 as usize)
+            .chain(semantic.near.iter().map(|h| h.0))
+            .chain(lexical.spelled.iter().map(|&d| d as usize))
+        {
+            at.entry(d).or_insert_with(|| {
+                docs.push(d);
+                docs.len() - 1
+            });
+        }
+        Pool { docs, at }
+    }
+}
+
+/// The request's signals (see [`SIGNALS`]).
+fn signals(q: &Prepared, accs: &[(u32, Acc)], lexical: &LexicalSide, semantic: &SemanticSide<'_>) -> [f64; N_SIGNALS] {
+    let whole = q.total_importance + q.unknown_importance;
+    let doubt = match lexical.ranking.first() {
+        Some(&(_, _, i)) if whole > 0.0 => 1.0 - (accs[i].1.importance / whole).clamp(0.0, 1.0),
+        _ => 1.0,
+    };
+    let foreign = if whole > 0.0 {
+        q.groups
+            .iter()
+            .filter(|g| {
+                g.expansions.iter().any(|e| e.kind == ExpansionKind::Foreign)
+                    && !g.expansions.iter().any(|e| e.kind == ExpansionKind::Word)
+            })
+            .map(|g| g.importance)
+            .sum::<f64>()
+            / whole
+    } else {
+        0.0
+    };
+    let verbosity = ((q.groups.len() as f64 - 4.0) / 26.0).clamp(0.0, 1.0);
+    let mut signals = [0.0; N_SIGNALS];
+    signals[signal::DOUBT] = doubt;
+    signals[signal::VERBOSE] = verbosity;
+    signals[signal::FOREIGN] = foreign.clamp(0.0, 1.0);
+    signals[signal::UNKNOWN] = if whole > 0.0 {
+        (q.unknown_importance / whole).clamp(0.0, 1.0)
+    } else {
+        1.0
+    };
+    signals[signal::LEXICAL_LEAD] = lexical.lead;
+    signals[signal::BEST_COSINE] = semantic.best_cosine.clamp(0.0, 1.0);
+    signals[signal::LEXICAL_ABSTAINS] = f64::from(u8::from(lexical.abstains));
+    signals
+}
+
+impl Index {
     /// The candidates in `model`'s order: names the request spells first, then the lexical
     /// arm's first tool when it `leads`, then by learned score (ties by name, then position);
     /// and whether the search answers at all.
