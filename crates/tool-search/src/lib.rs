@@ -24,7 +24,8 @@
 //!   parsed once per process. Lexical matching cannot bridge `ticket` → `issue` on its own.
 //! * `build`: [`Index::build`]. One pass over the tools (on several threads for a large
 //!   catalog) collects term frequencies per field; then BM25F postings, per-source postings,
-//!   and the lookup tables for names, affixes, typos and word pairs.
+//!   and the lookup tables for names, affixes, typos and word pairs (`build/pass.rs`: the first
+//!   pass; `build/tables.rs`: the lookup tables).
 //! * `table`: `StrTable`, a sorted string → `u32`s multimap in one text arena. The lookup tables
 //!   are large and read-only: this stores them as their text plus 12 bytes a key and 4 a value.
 //! * `persist`: [`Index::to_bytes`] / [`Index::from_bytes`], the built index as bytes (the
