@@ -40,7 +40,8 @@
 //!   aligned with the index, cosine ranking. The vectors come from the `embed` crate (run by
 //!   the service's embedding actor, or by `eval`); this crate never runs the model.
 //! * [`fusion`]: [`Index::search_hybrid`] and [`Index::explain_hybrid`]: both arms'
-//!   candidates, their features, and the learned model that ranks them (see "Fusion" below).
+//!   candidates, their features, and the learned model that ranks them (see "Fusion" below;
+//!   the model's types and file in `fusion/model.rs`).
 //! * `explain`: [`Index::explain`] rebuilds one tool's score as a labelled tree
 //!   ([`Explanation`]), so "why is X above Y?" is answered by reading numbers.
 //! * [`eval`]: retrieval metrics (R@k, MRR, nDCG@5, abstention) shared by the `eval` command and
