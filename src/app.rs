@@ -662,7 +662,7 @@ impl App {
         let reason = match outcome {
             Ok(Ok(Ok(vectors))) => return Some((index, vectors)),
             Ok(Ok(Err(error))) => {
-                log::debug!(error = error.as_str(); "query embedding failed; lexical search");
+                log::debug!(error = error.to_string().as_str(); "query embedding failed; lexical search");
                 FallbackReason::Error
             }
             Ok(Err(_)) => {

@@ -157,7 +157,7 @@ impl CatalogActor {
                         index
                     }
                     Err(e) => {
-                        log::info!(path = shown.as_str(), reason = e.as_str(); "search index file not used; building the index");
+                        log::info!(path = shown.as_str(), reason = e.to_string().as_str(); "search index file not used; building the index");
                         None
                     }
                 };
@@ -518,7 +518,7 @@ pub fn load_manifest_logged(path: &std::path::Path) -> Option<manifest::Manifest
             None
         }
         Err(e) => {
-            log::warn!(error = e.as_str(); "manifest ignored; the catalog starts empty");
+            log::warn!(error = e.to_string().as_str(); "manifest ignored; the catalog starts empty");
             None
         }
     }

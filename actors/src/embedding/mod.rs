@@ -40,7 +40,7 @@ use proxy_metrics::Metrics;
 pub use actor::EmbeddingActor;
 pub use cache::QueryCache;
 pub use plan::ToolTexts;
-pub use query::{EmbedQueries, QueryEmbedder};
+pub use query::{EmbedQueries, QueryEmbedError, QueryEmbedder};
 pub use state::{Phase, Progress, SearchReport, SemanticIndex, SemanticState};
 
 /// Settings of the semantic arm.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actix::prelude::*;
-use embed::Embedder;
+use embed::{EmbedError, Embedder};
 use tool_search::semantic::QUERY_MAX_TOKENS;
 
 use super::cache::{QueryCache, QUERY_CACHE_ENTRIES};
@@ -42,18 +42,51 @@ impl Actor for QueryEmbedder {
 /// without its literal values, up to `QUERY_MAX_TOKENS` tokens), in order. A request still queued at `deadline` is answered with
 /// an error without being computed: its search has already gone on without it.
 #[derive(Message)]
-#[rtype(result = "Result<Vec<Arc<[f32]>>, String>")]
+#[rtype(result = "Result<Vec<Arc<[f32]>>, QueryEmbedError>")]
 pub struct EmbedQueries {
     pub queries: Vec<String>,
     pub deadline: Instant,
 }
 
+/// Why a search's queries have no vectors (the search then ranks lexically).
+#[derive(Debug)]
+pub enum QueryEmbedError {
+    /// Still queued at its deadline: not computed.
+    Expired,
+    /// The model failed on the queries.
+    Model(EmbedError),
+    /// The model returned another number of vectors than it was given queries.
+    WrongCount,
+    /// A query was left without a vector.
+    Missing,
+}
+
+impl std::fmt::Display for QueryEmbedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Expired => f.write_str("expired while queued"),
+            Self::Model(e) => e.fmt(f),
+            Self::WrongCount => f.write_str("the model returned a wrong number of vectors"),
+            Self::Missing => f.write_str("a query has no vector"),
+        }
+    }
+}
+
+impl std::error::Error for QueryEmbedError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Model(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 impl Handler<EmbedQueries> for QueryEmbedder {
-    type Result = Result<Vec<Arc<[f32]>>, String>;
+    type Result = Result<Vec<Arc<[f32]>>, QueryEmbedError>;
 
     fn handle(&mut self, msg: EmbedQueries, _: &mut Self::Context) -> Self::Result {
         if Instant::now() >= msg.deadline {
-            return Err("expired while queued".into());
+            return Err(QueryEmbedError::Expired);
         }
         // the same text `eval` embeds: what the floors measure is what the service ranks
         let texts: Vec<String> = msg
@@ -69,9 +102,9 @@ impl Handler<EmbedQueries> for QueryEmbedder {
             let vectors = self
                 .embedder
                 .embed_queries_at(&texts, QUERY_MAX_TOKENS)
-                .map_err(|e| e.to_string())?;
+                .map_err(QueryEmbedError::Model)?;
             if vectors.len() != texts.len() {
-                return Err("the model returned a wrong number of vectors".into());
+                return Err(QueryEmbedError::WrongCount);
             }
             for (&i, v) in missing.iter().zip(vectors) {
                 let v: Arc<[f32]> = Arc::from(v);
@@ -79,8 +112,6 @@ impl Handler<EmbedQueries> for QueryEmbedder {
                 out[i] = Some(v);
             }
         }
-        out.into_iter()
-            .map(|v| v.ok_or_else(|| "a query has no vector".to_owned()))
-            .collect()
+        out.into_iter().map(|v| v.ok_or(QueryEmbedError::Missing)).collect()
     }
 }

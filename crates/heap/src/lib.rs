@@ -1,14 +1,17 @@
-//! The proxy's heap, in two parts.
+//! The proxy's heap: freed memory handed back at once, and allocations counted.
 //!
-//! - [`release`]: hands the calling thread's freed pages back to the allocator's arenas and
-//!   returns the arenas' unused memory to the OS at once. The proxy calls it on the thread that
-//!   did heavy, short-lived work (an upstream actor after reading a listing, the catalog actor
-//!   after building a snapshot), so that the next phase, on another thread, reuses the memory
-//!   instead of adding to the resident size. mimalloc keeps a thread's freed pages for that
-//!   thread and returns memory to the OS only after a delay; without these calls a load of
-//!   11,739 tools peaked at 117 MB resident for a 46 MiB heap.
-//! - [`counting`]: a counting global allocator for the memory guards (tests/memory.rs) and
-//!   measurements.
+//! # Layout
+//!
+//! - lib.rs: [`mimalloc_is_global`] and [`release`]. [`release`] hands the calling thread's
+//!   freed pages back to the allocator's arenas and returns the arenas' unused memory to the OS
+//!   at once. The proxy calls it on the thread that did heavy, short-lived work (an upstream
+//!   actor after reading a listing, the catalog actor after building a snapshot), so that the
+//!   next phase, on another thread, reuses the memory instead of adding to the resident size.
+//!   mimalloc keeps a thread's freed pages for that thread and returns memory to the OS only
+//!   after a delay; without these calls a load of 11,739 tools peaked at 117 MB resident for a
+//!   46 MiB heap.
+//! - [`counting`] (an inline module): a counting global allocator for the memory guards
+//!   (tests/memory.rs) and measurements.
 //!
 //! This crate is the one place with unsafe code: the `GlobalAlloc` impl and the call into
 //! mimalloc's C API.

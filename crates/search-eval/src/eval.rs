@@ -273,7 +273,7 @@ impl EvalArgs {
         };
         let mut export = TextExport::default();
         for (catalog, queries_file) in files {
-            export.add_tools(&load_catalog_path(&catalog)?);
+            export.add_tools(&load_catalog_path(&catalog).map_err(|e| e.to_string())?);
             let queries = load_query_file(&queries_file)?;
             let texts: Vec<String> = queries.iter().flat_map(|q| q.texts()).collect();
             export.add_queries(texts.iter().map(String::as_str));
@@ -466,7 +466,7 @@ fn score_set(
     embedder: Option<&mut EvalEmbedder>,
     arms: bool,
 ) -> Result<SetRun, String> {
-    let tools = load_catalog_path(catalog)?;
+    let tools = load_catalog_path(catalog).map_err(|e| e.to_string())?;
     let queries = load_query_file(queries_file)?;
     let index = Index::build(&tools);
     let names: Vec<String> = tools.iter().map(|t| t.tool.name.clone()).collect();

@@ -26,7 +26,7 @@ pub fn load_visible(eval_dir: &Path, catalogs_dir: &Path) -> Result<Vec<LoadedSe
         .map(|(name, catalog, queries)| {
             Ok(LoadedSet {
                 name,
-                tools: load_catalog_path(&catalog)?,
+                tools: load_catalog_path(&catalog).map_err(|e| e.to_string())?,
                 queries: load_query_file(&queries)?,
             })
         })

@@ -444,7 +444,7 @@ fn set_source(
 ) -> Result<Source, String> {
     let set = LoadedSet {
         name: name.to_owned(),
-        tools: load_catalog_path(catalog)?,
+        tools: load_catalog_path(catalog).map_err(|e| e.to_string())?,
         queries: load_query_file(queries)?,
     };
     examples_of(embedder, set, max_tokens)
@@ -634,7 +634,7 @@ fn self_supervised_source(
     seed: u64,
     max_tokens: usize,
 ) -> Result<Source, String> {
-    let tools = load_catalog_path(path)?;
+    let tools = load_catalog_path(path).map_err(|e| e.to_string())?;
     let catalog = catalog_of(embedder, "self-supervised", &tools)?;
     let mut same_text: HashMap<String, Vec<usize>> = HashMap::new();
     for (i, t) in tools.iter().enumerate() {

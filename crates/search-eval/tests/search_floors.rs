@@ -62,8 +62,9 @@ fn set_files(b: &Path, set: &str) -> (PathBuf, PathBuf) {
 }
 
 fn score(catalog: &Path, queries: &Path, embedder: Option<&mut EvalEmbedder>) -> Result<Report, String> {
-    let tools = load_catalog_path(catalog)?;
-    let queries = eval::load_queries(&std::fs::read_to_string(queries).map_err(|e| e.to_string())?)?;
+    let tools = load_catalog_path(catalog).map_err(|e| e.to_string())?;
+    let queries =
+        eval::load_queries(&std::fs::read_to_string(queries).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     let index = Index::build(&tools);
     let names: Vec<String> = tools.iter().map(|t| t.tool.name.clone()).collect();
     let ranked = match embedder {

@@ -60,8 +60,24 @@ impl EvalQuery {
 }
 
 /// Parses a `queries.json` array.
-pub fn load_queries(text: &str) -> Result<Vec<EvalQuery>, String> {
-    serde_json::from_str(text).map_err(|e| format!("queries: {e}"))
+pub fn load_queries(text: &str) -> Result<Vec<EvalQuery>, QueriesError> {
+    serde_json::from_str(text).map_err(QueriesError)
+}
+
+/// A query set that is not a `queries.json` array (what serde says, and where).
+#[derive(Debug)]
+pub struct QueriesError(serde_json::Error);
+
+impl std::fmt::Display for QueriesError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "queries: {}", self.0)
+    }
+}
+
+impl std::error::Error for QueriesError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
 }
 
 /// The metrics of one query.

@@ -3,13 +3,12 @@
 //! crate docs, "Fusion", and `docs/search.md`).
 //!
 //! The model is data: `fusion-model.json` beside this file, written by `search-eval train`
-//! (which says how it was chosen) and parsed once per process. [`Index::candidates_for`] and
+//! (which says how it was chosen) and parsed once per process; `fusion/model.rs` holds its
+//! types ([`FusionModel`], [`Term`], [`Tree`]) and reads and writes the file. [`Index::candidates_for`] and
 //! [`Index::rank_candidates`] are public so that the trainer ranks through the very code that
 //! answers `mcp_search`.
 
-use std::sync::OnceLock;
-
-use serde::{Deserialize, Serialize};
+mod model;
 
 use super::explain::Explanation;
 use super::query::{ExpansionKind, Prepared};
@@ -17,6 +16,7 @@ use super::score::Acc;
 use super::semantic::Vectors;
 use super::{Hit, Index, PARAMS};
 use crate::hashing::FxHashMap;
+pub use model::{input_name, tree_input, AbstainOn, FusionModel, Node, Term, Tree, N_INPUTS};
 
 /// The semantic arm's input to one search: the tools' vectors (aligned with the index) and
 /// the query's vector (of [`crate::semantic::query_text`]).
@@ -132,346 +132,6 @@ pub struct Candidates {
     operation_applies: bool,
 }
 
-/// One term of a model: a feature, alone or weighed by a signal.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Term {
-    pub feature: usize,
-    pub signal: Option<usize>,
-    pub weight: f64,
-}
-
-impl Term {
-    /// `cosine_share` or `cosine_share * doubt`.
-    pub fn name(&self) -> String {
-        match self.signal {
-            None => FEATURES[self.feature].0.to_owned(),
-            Some(s) => format!("{} * {}", FEATURES[self.feature].0, SIGNALS[s].0),
-        }
-    }
-
-    fn parse(name: &str, weight: f64) -> Result<Term, String> {
-        let (f, s) = match name.split_once('*') {
-            Some((f, s)) => (f.trim(), Some(s.trim())),
-            None => (name.trim(), None),
-        };
-        let feature = FEATURES
-            .iter()
-            .position(|(n, _)| *n == f)
-            .ok_or_else(|| format!("fusion model: unknown feature `{f}`"))?;
-        let signal = match s {
-            None => None,
-            Some(s) => Some(
-                SIGNALS
-                    .iter()
-                    .position(|(n, _)| *n == s)
-                    .ok_or_else(|| format!("fusion model: unknown signal `{s}`"))?,
-            ),
-        };
-        if !weight.is_finite() {
-            return Err(format!("fusion model: `{name}` is not a finite number"));
-        }
-        Ok(Term {
-            feature,
-            signal,
-            weight,
-        })
-    }
-
-    /// The term's multiplier of its feature for a query with these signals.
-    fn factor(&self, signals: &[f64; N_SIGNALS]) -> f64 {
-        self.weight * self.signal.map_or(1.0, |s| signals[s])
-    }
-}
-
-/// How many inputs a tree reads: a candidate's [`FEATURES`], then the query's [`SIGNALS`].
-pub const N_INPUTS: usize = N_FEATURES + N_SIGNALS;
-
-/// The name of a tree's input `k`.
-pub fn input_name(k: usize) -> &'static str {
-    if k < N_FEATURES {
-        FEATURES[k].0
-    } else {
-        SIGNALS[k - N_FEATURES].0
-    }
-}
-
-/// A tree's input `k` of a candidate: its feature `k`, or past the features, the request's
-/// signal.
-pub fn tree_input(x: &[f64; N_FEATURES], signals: &[f64; N_SIGNALS], k: usize) -> f64 {
-    if k < N_FEATURES {
-        x[k]
-    } else {
-        signals[k - N_FEATURES]
-    }
-}
-
-/// One node of a regression tree.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Node {
-    Leaf {
-        value: f64,
-    },
-    /// Inputs at or under `at` go to `below`, others to `above` (both later in the tree);
-    /// `value` is what the node would predict as a leaf (for the explanation).
-    Split {
-        input: usize,
-        at: f64,
-        value: f64,
-        below: usize,
-        above: usize,
-    },
-}
-
-/// A regression tree over a candidate's inputs; nodes in an array, the root first.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Tree {
-    pub nodes: Vec<Node>,
-}
-
-impl Tree {
-    /// The tree's value for these inputs.
-    pub fn eval(&self, input: impl Fn(usize) -> f64) -> f64 {
-        let mut i = 0;
-        loop {
-            match self.nodes[i] {
-                Node::Leaf { value } => return value,
-                Node::Split {
-                    input: k,
-                    at,
-                    below,
-                    above,
-                    ..
-                } => i = if input(k) <= at { below } else { above },
-            }
-        }
-    }
-
-    /// The tree's value split into its root's value and each input's share along the path
-    /// (each split's change in value is its input's), added to `shares`.
-    fn explain(&self, input: impl Fn(usize) -> f64, shares: &mut [f64; N_INPUTS]) -> f64 {
-        let value = |n: &Node| match *n {
-            Node::Leaf { value } | Node::Split { value, .. } => value,
-        };
-        let mut i = 0;
-        while let Node::Split {
-            input: k,
-            at,
-            below,
-            above,
-            ..
-        } = self.nodes[i]
-        {
-            let next = if input(k) <= at { below } else { above };
-            shares[k] += value(&self.nodes[next]) - value(&self.nodes[i]);
-            i = next;
-        }
-        value(&self.nodes[0])
-    }
-
-    /// Children later than their parent and inside the array (so `eval` ends), inputs known,
-    /// numbers finite.
-    fn check(&self) -> Result<(), String> {
-        if self.nodes.is_empty() {
-            return Err("fusion model: an empty tree".into());
-        }
-        for (i, n) in self.nodes.iter().enumerate() {
-            match *n {
-                Node::Leaf { value } if value.is_finite() => {}
-                Node::Split {
-                    input,
-                    at,
-                    value,
-                    below,
-                    above,
-                } if input < N_INPUTS
-                    && at.is_finite()
-                    && value.is_finite()
-                    && below > i
-                    && above > i
-                    && below < self.nodes.len()
-                    && above < self.nodes.len() => {}
-                _ => return Err(format!("fusion model: tree node {i} is malformed")),
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A tree node in the file: inputs by name.
-#[derive(Serialize, Deserialize)]
-#[serde(untagged)]
-enum NodeFile {
-    Split {
-        input: String,
-        at: f64,
-        value: f64,
-        below: usize,
-        above: usize,
-    },
-    Leaf {
-        leaf: f64,
-    },
-}
-
-/// Which requests the cosine bar ([`FusionModel::abstain_below`]) may leave without a result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AbstainOn {
-    /// Those the lexical arm alone would answer nothing (its own abstention rules: no word
-    /// known, too little of a short request covered).
-    #[default]
-    LexicalAbstains,
-    /// Only those none of whose words the catalog knows in any form (itself, an alias, a name
-    /// affix, one edit away), and that spell no tool's name: the evidence that nothing fits
-    /// is then the model's alone, and a request in everyday words that shares a word with
-    /// the catalog is always answered.
-    NoWordKnown,
-}
-
-/// A fusion model: weighted terms plus regression trees, and when to answer nothing.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FusionModel {
-    pub terms: Vec<Term>,
-    /// Added to the terms' score (boosted on it by `search-eval train`).
-    pub trees: Vec<Tree>,
-    /// A request [`Self::abstain_on`] names is answered only when its nearest tool's cosine
-    /// reaches this; otherwise nothing is returned.
-    pub abstain_below: f64,
-    /// Which requests the bar applies to.
-    pub abstain_on: AbstainOn,
-    /// How the model was made (the command that reproduces it, and what it measured).
-    pub provenance: serde_json::Value,
-}
-
-/// The file form: terms and inputs by name, so a file and the code cannot silently disagree
-/// on order.
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ModelFile {
-    provenance: serde_json::Value,
-    terms: std::collections::BTreeMap<String, f64>,
-    #[serde(default)]
-    trees: Vec<Vec<NodeFile>>,
-    abstain_below: f64,
-    #[serde(default)]
-    abstain_on: AbstainOn,
-}
-
-/// The model the service ranks with (see the module docs).
-const BUILTIN_MODEL: &str = include_str!("fusion-model.json");
-
-impl FusionModel {
-    /// The shipped model, parsed once (a unit test checks that it parses).
-    pub fn builtin() -> &'static FusionModel {
-        static MODEL: OnceLock<FusionModel> = OnceLock::new();
-        MODEL.get_or_init(|| FusionModel::from_json(BUILTIN_MODEL).expect("fusion-model.json is valid (unit-tested)"))
-    }
-
-    /// Reads a model file: terms name known features and signals, every number is finite
-    /// and the cosine bar in [0, 1].
-    pub fn from_json(text: &str) -> Result<FusionModel, String> {
-        let f: ModelFile = serde_json::from_str(text).map_err(|e| format!("fusion model: {e}"))?;
-        let terms = f
-            .terms
-            .iter()
-            .map(|(n, w)| Term::parse(n, *w))
-            .collect::<Result<Vec<_>, _>>()?;
-        if !(0.0..=1.0).contains(&f.abstain_below) {
-            return Err("fusion model: abstain_below must be a cosine in [0, 1]".into());
-        }
-        let mut trees = Vec::with_capacity(f.trees.len());
-        for t in &f.trees {
-            let nodes = t
-                .iter()
-                .map(|n| match n {
-                    NodeFile::Leaf { leaf } => Ok(Node::Leaf { value: *leaf }),
-                    NodeFile::Split {
-                        input,
-                        at,
-                        value,
-                        below,
-                        above,
-                    } => Ok(Node::Split {
-                        input: (0..N_INPUTS)
-                            .find(|&k| input_name(k) == input)
-                            .ok_or_else(|| format!("fusion model: unknown tree input `{input}`"))?,
-                        at: *at,
-                        value: *value,
-                        below: *below,
-                        above: *above,
-                    }),
-                })
-                .collect::<Result<Vec<_>, String>>()?;
-            let tree = Tree { nodes };
-            tree.check()?;
-            trees.push(tree);
-        }
-        Ok(FusionModel {
-            terms,
-            trees,
-            abstain_below: f.abstain_below,
-            abstain_on: f.abstain_on,
-            provenance: f.provenance,
-        })
-    }
-
-    pub fn to_json(&self) -> String {
-        let f = ModelFile {
-            provenance: self.provenance.clone(),
-            terms: self.terms.iter().map(|t| (t.name(), round(t.weight))).collect(),
-            trees: self
-                .trees
-                .iter()
-                .map(|t| {
-                    t.nodes
-                        .iter()
-                        .map(|n| match *n {
-                            Node::Leaf { value } => NodeFile::Leaf { leaf: round(value) },
-                            Node::Split {
-                                input,
-                                at,
-                                value,
-                                below,
-                                above,
-                            } => NodeFile::Split {
-                                input: input_name(input).to_owned(),
-                                at: round(at),
-                                value: round(value),
-                                below,
-                                above,
-                            },
-                        })
-                        .collect()
-                })
-                .collect(),
-            abstain_below: round(self.abstain_below),
-            abstain_on: self.abstain_on,
-        };
-        let mut s = serde_json::to_string_pretty(&f).expect("a model serializes");
-        s.push('\n');
-        s
-    }
-
-    /// The trees' part of a candidate's score.
-    pub fn trees_score(&self, x: &[f64; N_FEATURES], signals: &[f64; N_SIGNALS]) -> f64 {
-        self.trees.iter().map(|t| t.eval(|k| tree_input(x, signals, k))).sum()
-    }
-
-    /// Each feature's weight for a query with these signals (its terms summed).
-    pub fn feature_weights(&self, signals: &[f64; N_SIGNALS]) -> [f64; N_FEATURES] {
-        let mut w = [0.0; N_FEATURES];
-        for t in &self.terms {
-            w[t.feature] += t.factor(signals);
-        }
-        w
-    }
-}
-
-/// Six decimals: the file stays readable and its diffs small.
-fn round(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
-}
-
 /// One query's candidates in the model's order.
 #[derive(Debug, Clone, Default)]
 pub struct Ranked {
@@ -558,134 +218,223 @@ impl Index {
     fn candidates(&self, query: &str, sem: Semantic<'_>) -> Candidates {
         let q: Prepared = self.prepare(query);
         let accs = self.accumulate(&q);
+        let lexical = self.lexical_side(&q, &accs);
+        let semantic = SemanticSide::of(sem);
+        let pool = Pool::of(&lexical, &semantic);
+        let (features, lexical_scores) = self.features(&q, &accs, &lexical, &semantic, &pool);
+        Candidates {
+            docs: pool.docs,
+            features,
+            signals: signals(&q, &accs, &lexical, &semantic),
+            lexical_scores,
+            operation_applies: q.operation.is_some() && q.groups.len() <= PARAMS.operation_max_words,
+        }
+    }
+
+    /// The lexical arm's part of a request's candidates: its ranking, the names the request
+    /// spells and its own verdict.
+    fn lexical_side(&self, q: &Prepared, accs: &[(u32, Acc)]) -> LexicalSide {
         // the lexical ranking: every tool the query reaches, by score (no gate, cut or
         // abstention: the features carry what those rules read)
-        let mut lexical: Vec<(f64, u32, usize)> = accs
+        let mut ranking: Vec<(f64, u32, usize)> = accs
             .iter()
             .enumerate()
-            .map(|(i, (d, a))| (self.final_score(&q, *d, a), *d, i))
+            .map(|(i, (d, a))| (self.final_score(q, *d, a), *d, i))
             .collect();
         let by_score = |a: &(f64, u32, usize), b: &(f64, u32, usize)| {
             b.0.total_cmp(&a.0)
                 .then_with(|| self.docs[a.1 as usize].name.cmp(&self.docs[b.1 as usize].name))
                 .then(a.1.cmp(&b.1))
         };
-        if lexical.len() > DEPTH {
-            lexical.select_nth_unstable_by(DEPTH - 1, by_score);
-            lexical.truncate(DEPTH);
+        if ranking.len() > DEPTH {
+            ranking.select_nth_unstable_by(DEPTH - 1, by_score);
+            ranking.truncate(DEPTH);
         }
-        lexical.sort_by(by_score);
-        let lexical_best = lexical.first().map_or(0.0, |l| l.0).max(1e-9);
-        let whole = q.total_importance + q.unknown_importance;
-        let doubt = match lexical.first() {
-            Some(&(_, _, i)) if whole > 0.0 => 1.0 - (accs[i].1.importance / whole).clamp(0.0, 1.0),
-            _ => 1.0,
-        };
+        ranking.sort_by(by_score);
+        let best = ranking.first().map_or(0.0, |l| l.0).max(1e-9);
         let mut spelled: Vec<u32> = q.exact.into_iter().collect();
         spelled.extend(q.name_matches.iter().filter(|&&d| Some(d) != q.exact));
         spelled.truncate(DEPTH);
         // the lexical arm's own verdict (its abstention rules, on its own gated ranking)
-        let lexical_abstains =
-            spelled.is_empty() && (lexical.is_empty() || self.rank_lexical(&q, &accs, DEPTH).abstained);
-        let foreign = if whole > 0.0 {
-            q.groups
-                .iter()
-                .filter(|g| {
-                    g.expansions.iter().any(|e| e.kind == ExpansionKind::Foreign)
-                        && !g.expansions.iter().any(|e| e.kind == ExpansionKind::Word)
-                })
-                .map(|g| g.importance)
-                .sum::<f64>()
-                / whole
-        } else {
-            0.0
-        };
-
-        let lead = match lexical.as_slice() {
+        let abstains = spelled.is_empty() && (ranking.is_empty() || self.rank_lexical(q, accs, DEPTH).abstained);
+        let lead = match ranking.as_slice() {
             [] => 0.0,
             [_] => 1.0,
             [first, second, ..] => (1.0 - second.0 / first.0.max(1e-9)).clamp(0.0, 1.0),
         };
-        let verbosity = ((q.groups.len() as f64 - 4.0) / 26.0).clamp(0.0, 1.0);
-
-        let near = sem.vectors.nearest(sem.query, DEPTH);
-        let best_cosine = near.first().map_or(0.0, |h| f64::from(h.1));
-        let floor = near.last().map_or(0.0, |h| f64::from(h.1));
-        let span = (best_cosine - floor).max(1e-9);
-
-        // the candidates: lexical order, then the semantic arm's new ones, then spelled names
-        let mut at: FxHashMap<usize, usize> = Default::default();
-        let mut docs: Vec<usize> = Vec::with_capacity(lexical.len() + near.len() + spelled.len());
-        for d in lexical
-            .iter()
-            .map(|l| l.1 as usize)
-            .chain(near.iter().map(|h| h.0))
-            .chain(spelled.iter().map(|&d| d as usize))
-        {
-            at.entry(d).or_insert_with(|| {
-                docs.push(d);
-                docs.len() - 1
-            });
+        LexicalSide {
+            ranking,
+            best,
+            spelled,
+            abstains,
+            lead,
         }
-        let acc_of: FxHashMap<u32, usize> = if docs.len() > lexical.len() {
+    }
+
+    /// Each candidate's features (see [`FEATURES`]) and lexical score (0 when the query
+    /// does not reach it), in the pool's order.
+    fn features(
+        &self,
+        q: &Prepared,
+        accs: &[(u32, Acc)],
+        lexical: &LexicalSide,
+        semantic: &SemanticSide<'_>,
+        pool: &Pool,
+    ) -> (Vec<[f64; N_FEATURES]>, Vec<f64>) {
+        let (docs, at) = (&pool.docs, &pool.at);
+        let acc_of: FxHashMap<u32, usize> = if docs.len() > lexical.ranking.len() {
             accs.iter().enumerate().map(|(i, (d, _))| (*d, i)).collect()
         } else {
             Default::default()
         };
         let mut features = vec![[0.0; N_FEATURES]; docs.len()];
         let mut lexical_scores = vec![0.0; docs.len()];
-        for (rank, l) in lexical.iter().enumerate() {
+        for (rank, l) in lexical.ranking.iter().enumerate() {
             let x = &mut features[at[&(l.1 as usize)]];
             x[feature::LEXICAL_RANK] = 1.0 / (1.0 + rank as f64);
         }
-        for (rank, h) in near.iter().enumerate() {
+        for (rank, h) in semantic.near.iter().enumerate() {
             let x = &mut features[at[&h.0]];
             x[feature::SEMANTIC_RANK] = 1.0 / (1.0 + rank as f64);
         }
+        let sem = semantic.sem;
         for (i, &d) in docs.iter().enumerate() {
-            let acc: Option<&Acc> = match lexical.get(i) {
+            let acc: Option<&Acc> = match lexical.ranking.get(i) {
                 Some(l) => Some(&accs[l.2].1),
                 None => acc_of.get(&(d as u32)).map(|&k| &accs[k].1),
             };
             let x = &mut features[i];
             if let Some(a) = acc {
-                let score = self.final_score(&q, d as u32, a);
+                let score = self.final_score(q, d as u32, a);
                 lexical_scores[i] = score;
-                x[feature::LEXICAL] = (score / lexical_best).clamp(0.0, 1.0);
-                x[feature::COVERAGE] = Index::coverage(&q, a).clamp(0.0, 1.0);
+                x[feature::LEXICAL] = (score / lexical.best).clamp(0.0, 1.0);
+                x[feature::COVERAGE] = Index::coverage(q, a).clamp(0.0, 1.0);
                 x[feature::NAME_COVERAGE] = self.name_coverage(d as u32, a);
             }
-            x[feature::SPELLED] = f64::from(u8::from(spelled.contains(&(d as u32))));
-            x[feature::OPERATION] = f64::from(u8::from(self.has_operation(&q, d as u32)));
+            x[feature::SPELLED] = f64::from(u8::from(lexical.spelled.contains(&(d as u32))));
+            x[feature::OPERATION] = f64::from(u8::from(self.has_operation(q, d as u32)));
             x[feature::LEADS] = f64::from(u8::from(
-                i == 0 && !lexical.is_empty() && lead >= LEAD_MIN && x[feature::COVERAGE] >= LEAD_MIN_COVERAGE,
+                i == 0
+                    && !lexical.ranking.is_empty()
+                    && lexical.lead >= LEAD_MIN
+                    && x[feature::COVERAGE] >= LEAD_MIN_COVERAGE,
             ));
             let cosine = sem.vectors.similarity(d, sem.query).map_or(0.0, f64::from);
             x[feature::COSINE] = cosine.clamp(0.0, 1.0);
-            x[feature::COSINE_SHARE] = ((cosine - floor) / span).clamp(0.0, 1.0);
+            x[feature::COSINE_SHARE] = ((cosine - semantic.floor) / semantic.span).clamp(0.0, 1.0);
             x[feature::AGREE] = x[feature::LEXICAL] * x[feature::COSINE_SHARE];
         }
-        let mut signals = [0.0; N_SIGNALS];
-        signals[signal::DOUBT] = doubt;
-        signals[signal::VERBOSE] = verbosity;
-        signals[signal::FOREIGN] = foreign.clamp(0.0, 1.0);
-        signals[signal::UNKNOWN] = if whole > 0.0 {
-            (q.unknown_importance / whole).clamp(0.0, 1.0)
-        } else {
-            1.0
-        };
-        signals[signal::LEXICAL_LEAD] = lead;
-        signals[signal::BEST_COSINE] = best_cosine.clamp(0.0, 1.0);
-        signals[signal::LEXICAL_ABSTAINS] = f64::from(u8::from(lexical_abstains));
-        Candidates {
-            docs,
-            features,
-            signals,
-            lexical_scores,
-            operation_applies: q.operation.is_some() && q.groups.len() <= PARAMS.operation_max_words,
+        (features, lexical_scores)
+    }
+}
+
+/// The lexical arm's part of a request's candidates ([`Index::lexical_side`]).
+struct LexicalSide {
+    /// Its best [`DEPTH`] tools by score: (score, doc, position in the accumulators).
+    ranking: Vec<(f64, u32, usize)>,
+    /// The first score (at least 1e-9): what the `lexical` feature divides by.
+    best: f64,
+    /// The tools whose name the request spells, at most [`DEPTH`].
+    spelled: Vec<u32>,
+    /// The lexical arm alone would answer nothing.
+    abstains: bool,
+    /// How far the first score stands above the second (0 to 1).
+    lead: f64,
+}
+
+/// The semantic arm's part of a request's candidates: its nearest [`DEPTH`] tools.
+struct SemanticSide<'a> {
+    sem: Semantic<'a>,
+    near: Vec<(usize, f32)>,
+    /// The nearest tool's cosine.
+    best_cosine: f64,
+    /// The last neighbour's cosine, where the `cosine_share` feature starts.
+    floor: f64,
+    /// `best_cosine - floor` (at least 1e-9).
+    span: f64,
+}
+
+impl<'a> SemanticSide<'a> {
+    fn of(sem: Semantic<'a>) -> Self {
+        let near = sem.vectors.nearest(sem.query, DEPTH);
+        let best_cosine = near.first().map_or(0.0, |h| f64::from(h.1));
+        let floor = near.last().map_or(0.0, |h| f64::from(h.1));
+        let span = (best_cosine - floor).max(1e-9);
+        SemanticSide {
+            sem,
+            near,
+            best_cosine,
+            floor,
+            span,
         }
     }
+}
 
+/// The candidates: the lexical order, then the semantic arm's new ones, then spelled names.
+struct Pool {
+    docs: Vec<usize>,
+    /// Each doc's position in `docs`.
+    at: FxHashMap<usize, usize>,
+}
+
+impl Pool {
+    fn of(lexical: &LexicalSide, semantic: &SemanticSide<'_>) -> Pool {
+        let mut at: FxHashMap<usize, usize> = Default::default();
+        let mut docs: Vec<usize> =
+            Vec::with_capacity(lexical.ranking.len() + semantic.near.len() + lexical.spelled.len());
+        for d in lexical
+            .ranking
+            .iter()
+            .map(|l| l.1 as usize)
+            .chain(semantic.near.iter().map(|h| h.0))
+            .chain(lexical.spelled.iter().map(|&d| d as usize))
+        {
+            at.entry(d).or_insert_with(|| {
+                docs.push(d);
+                docs.len() - 1
+            });
+        }
+        Pool { docs, at }
+    }
+}
+
+/// The request's signals (see [`SIGNALS`]).
+fn signals(q: &Prepared, accs: &[(u32, Acc)], lexical: &LexicalSide, semantic: &SemanticSide<'_>) -> [f64; N_SIGNALS] {
+    let whole = q.total_importance + q.unknown_importance;
+    let doubt = match lexical.ranking.first() {
+        Some(&(_, _, i)) if whole > 0.0 => 1.0 - (accs[i].1.importance / whole).clamp(0.0, 1.0),
+        _ => 1.0,
+    };
+    let foreign = if whole > 0.0 {
+        q.groups
+            .iter()
+            .filter(|g| {
+                g.expansions.iter().any(|e| e.kind == ExpansionKind::Foreign)
+                    && !g.expansions.iter().any(|e| e.kind == ExpansionKind::Word)
+            })
+            .map(|g| g.importance)
+            .sum::<f64>()
+            / whole
+    } else {
+        0.0
+    };
+    let verbosity = ((q.groups.len() as f64 - 4.0) / 26.0).clamp(0.0, 1.0);
+    let mut signals = [0.0; N_SIGNALS];
+    signals[signal::DOUBT] = doubt;
+    signals[signal::VERBOSE] = verbosity;
+    signals[signal::FOREIGN] = foreign.clamp(0.0, 1.0);
+    signals[signal::UNKNOWN] = if whole > 0.0 {
+        (q.unknown_importance / whole).clamp(0.0, 1.0)
+    } else {
+        1.0
+    };
+    signals[signal::LEXICAL_LEAD] = lexical.lead;
+    signals[signal::BEST_COSINE] = semantic.best_cosine.clamp(0.0, 1.0);
+    signals[signal::LEXICAL_ABSTAINS] = f64::from(u8::from(lexical.abstains));
+    signals
+}
+
+impl Index {
     /// The candidates in `model`'s order: names the request spells first, then the lexical
     /// arm's first tool when it `leads`, then by learned score (ties by name, then position);
     /// and whether the search answers at all.

@@ -24,7 +24,8 @@
 //!   parsed once per process. Lexical matching cannot bridge `ticket` → `issue` on its own.
 //! * `build`: [`Index::build`]. One pass over the tools (on several threads for a large
 //!   catalog) collects term frequencies per field; then BM25F postings, per-source postings,
-//!   and the lookup tables for names, affixes, typos and word pairs.
+//!   and the lookup tables for names, affixes, typos and word pairs (`build/pass.rs`: the first
+//!   pass; `build/tables.rs`: the lookup tables).
 //! * `table`: `StrTable`, a sorted string → `u32`s multimap in one text arena. The lookup tables
 //!   are large and read-only: this stores them as their text plus 12 bytes a key and 4 a value.
 //! * `persist`: [`Index::to_bytes`] / [`Index::from_bytes`], the built index as bytes (the
@@ -39,7 +40,8 @@
 //!   aligned with the index, cosine ranking. The vectors come from the `embed` crate (run by
 //!   the service's embedding actor, or by `eval`); this crate never runs the model.
 //! * [`fusion`]: [`Index::search_hybrid`] and [`Index::explain_hybrid`]: both arms'
-//!   candidates, their features, and the learned model that ranks them (see "Fusion" below).
+//!   candidates, their features, and the learned model that ranks them (see "Fusion" below;
+//!   the model's types and file in `fusion/model.rs`).
 //! * `explain`: [`Index::explain`] rebuilds one tool's score as a labelled tree
 //!   ([`Explanation`]), so "why is X above Y?" is answered by reading numbers.
 //! * [`eval`]: retrieval metrics (R@k, MRR, nDCG@5, abstention) shared by the `eval` command and
@@ -311,6 +313,7 @@ use table::StrTable;
 use crate::model::CatalogTool;
 pub use explain::Explanation;
 pub use fusion::Semantic;
+pub use persist::CorruptIndex;
 
 use analyzer::Analyzer;
 

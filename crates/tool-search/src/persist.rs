@@ -16,6 +16,19 @@ use crate::{Doc, Index, PairTable, Posting, Term};
 
 const MAGIC: &[u8; 8] = b"MSPIDX01";
 
+/// Bytes that are not an index [`Index::to_bytes`] wrote: the message says what is wrong
+/// (cut short, a count or an id out of range, a weight not finite, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorruptIndex(String);
+
+impl std::fmt::Display for CorruptIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CorruptIndex {}
+
 impl Index {
     /// The index as bytes (see the module docs).
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -75,87 +88,26 @@ impl Index {
     }
 
     /// An index from [`Index::to_bytes`]' output; `Err` says what is wrong with the bytes.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Index, String> {
+    pub fn from_bytes(bytes: &[u8]) -> Result<Index, CorruptIndex> {
+        Index::read(bytes).map_err(CorruptIndex)
+    }
+
+    fn read(bytes: &[u8]) -> Result<Index, String> {
         let mut r = Reader { b: bytes, at: 0 };
         if r.take(MAGIC.len())? != MAGIC {
             return Err("not an index file of this format".into());
         }
         let n_sources = usize::try_from(r.u64()?).map_err(|_| "source count out of range")?;
         let average_length = r.finite()?;
-        let n_docs = r.count(4 * 5)?;
-        let mut docs = Vec::with_capacity(n_docs);
-        for _ in 0..n_docs {
-            docs.push(Doc {
-                name: r.str()?,
-                name_terms: u16::try_from(r.u32()?).map_err(|_| "name term count out of range")?,
-                source: r.u32()?,
-                lead: r.u32()?,
-                length: r.u32()?,
-            });
-        }
-        let n_terms = r.count(4 + 8 + 8 + 4 + 4 + 4 + 4)?;
-        let mut terms = Vec::with_capacity(n_terms);
-        for _ in 0..n_terms {
-            let text = r.str()?;
-            let idf = r.finite()?;
-            let source_idf = r.finite()?;
-            let in_source = r.u32()? != 0;
-            let leads = r.u32()?;
-            let n = r.count(9)?;
-            let mut postings = Vec::with_capacity(n);
-            for _ in 0..n {
-                let doc = r.u32()?;
-                let tf = r.finite32()?;
-                let fields = r.take(1)?[0];
-                postings.push(Posting { doc, tf, fields });
-            }
-            let n = r.count(8)?;
-            let mut source_postings = Vec::with_capacity(n);
-            for _ in 0..n {
-                source_postings.push((r.u32()?, r.finite32()?));
-            }
-            terms.push(Term {
-                text,
-                idf,
-                postings,
-                source_idf,
-                source_postings,
-                in_source,
-                leads,
-            });
-        }
-        let mut tables = Vec::with_capacity(4);
-        for _ in 0..4 {
-            let n = r.count(8)?;
-            let mut entries = Vec::with_capacity(n);
-            for _ in 0..n {
-                entries.push((r.str()?, r.u32s()?));
-            }
-            tables.push(StrTable::from_sorted(entries).ok_or("a lookup table is not sorted")?);
-        }
-        let n = r.count(8)?;
-        let mut surfaces = Vec::with_capacity(n);
-        for _ in 0..n {
-            surfaces.push((r.str()?, r.u32()?));
-        }
-        let n = r.count(8)?;
-        let mut keys = Vec::with_capacity(n);
-        for _ in 0..n {
-            keys.push(r.u64()?);
-        }
-        let offsets = r.u32s()?;
-        let pair_docs = r.u32s()?;
-        let n = r.count(1)?;
-        let bits = r.take(n)?.to_vec();
+        let docs = r.docs()?;
+        let terms = r.terms()?;
+        let tables = [r.table()?, r.table()?, r.table()?, r.table()?];
+        let surfaces = r.surfaces()?;
+        let pairs = r.pairs()?;
         if r.at != bytes.len() {
             return Err("trailing bytes after the index".into());
         }
-        let mut tables = tables.into_iter();
-        let (compact_names, exact_names, affixes, deletions) =
-            match (tables.next(), tables.next(), tables.next(), tables.next()) {
-                (Some(a), Some(b), Some(c), Some(d)) => (a, b, c, d),
-                _ => return Err("lookup tables missing".into()),
-            };
+        let [compact_names, exact_names, affixes, deletions] = tables;
         let term_ids: FxHashMap<String, u32> = terms
             .iter()
             .enumerate()
@@ -181,12 +133,7 @@ impl Index {
             deletions,
             surfaces,
             surface_ids,
-            pairs: PairTable {
-                keys,
-                offsets,
-                docs: pair_docs,
-                bits,
-            },
+            pairs,
             average_length,
         };
         index.check_ids()?;
@@ -348,6 +295,93 @@ impl<'a> Reader<'a> {
     fn u32s(&mut self) -> Result<Vec<u32>, String> {
         let n = self.count(4)?;
         (0..n).map(|_| self.u32()).collect()
+    }
+    /// The tools ([`Index::to_bytes`]' order: name, name term count, source, lead, length).
+    fn docs(&mut self) -> Result<Vec<Doc>, String> {
+        let n = self.count(4 * 5)?;
+        let mut docs = Vec::with_capacity(n);
+        for _ in 0..n {
+            docs.push(Doc {
+                name: self.str()?,
+                name_terms: u16::try_from(self.u32()?).map_err(|_| "name term count out of range")?,
+                source: self.u32()?,
+                lead: self.u32()?,
+                length: self.u32()?,
+            });
+        }
+        Ok(docs)
+    }
+    fn terms(&mut self) -> Result<Vec<Term>, String> {
+        let n = self.count(4 + 8 + 8 + 4 + 4 + 4 + 4)?;
+        let mut terms = Vec::with_capacity(n);
+        for _ in 0..n {
+            terms.push(self.term()?);
+        }
+        Ok(terms)
+    }
+    /// One term: text, weights, then its postings and its per-source postings.
+    fn term(&mut self) -> Result<Term, String> {
+        let text = self.str()?;
+        let idf = self.finite()?;
+        let source_idf = self.finite()?;
+        let in_source = self.u32()? != 0;
+        let leads = self.u32()?;
+        let n = self.count(9)?;
+        let mut postings = Vec::with_capacity(n);
+        for _ in 0..n {
+            let doc = self.u32()?;
+            let tf = self.finite32()?;
+            let fields = self.take(1)?[0];
+            postings.push(Posting { doc, tf, fields });
+        }
+        let n = self.count(8)?;
+        let mut source_postings = Vec::with_capacity(n);
+        for _ in 0..n {
+            source_postings.push((self.u32()?, self.finite32()?));
+        }
+        Ok(Term {
+            text,
+            idf,
+            postings,
+            source_idf,
+            source_postings,
+            in_source,
+            leads,
+        })
+    }
+    /// One of the four lookup tables (compact names, exact names, affixes, deletions).
+    fn table(&mut self) -> Result<StrTable, String> {
+        let n = self.count(8)?;
+        let mut entries = Vec::with_capacity(n);
+        for _ in 0..n {
+            entries.push((self.str()?, self.u32s()?));
+        }
+        Ok(StrTable::from_sorted(entries).ok_or("a lookup table is not sorted")?)
+    }
+    fn surfaces(&mut self) -> Result<Vec<(String, u32)>, String> {
+        let n = self.count(8)?;
+        let mut surfaces = Vec::with_capacity(n);
+        for _ in 0..n {
+            surfaces.push((self.str()?, self.u32()?));
+        }
+        Ok(surfaces)
+    }
+    fn pairs(&mut self) -> Result<PairTable, String> {
+        let n = self.count(8)?;
+        let mut keys = Vec::with_capacity(n);
+        for _ in 0..n {
+            keys.push(self.u64()?);
+        }
+        let offsets = self.u32s()?;
+        let docs = self.u32s()?;
+        let n = self.count(1)?;
+        let bits = self.take(n)?.to_vec();
+        Ok(PairTable {
+            keys,
+            offsets,
+            docs,
+            bits,
+        })
     }
 }
 

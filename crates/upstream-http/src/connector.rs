@@ -13,6 +13,7 @@
 
 use std::future::Future;
 use std::io;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,7 +50,7 @@ impl std::fmt::Debug for Network {
 
 impl Network {
     /// The platform's roots plus `ca_file`'s, and `egress`.
-    pub fn new(ca_file: Option<&CaFile>, egress: Egress) -> Result<Network, String> {
+    pub fn new(ca_file: Option<&CaFile>, egress: Egress) -> Result<Network, NetworkError> {
         Ok(Network {
             trust: tls::client_config(ca_file)?,
             egress: Arc::new(egress),
@@ -57,8 +58,34 @@ impl Network {
     }
 
     /// The platform's roots, no proxy (tests, the demo).
-    pub fn direct() -> Result<Network, String> {
+    pub fn direct() -> Result<Network, NetworkError> {
         Network::new(None, Egress::default())
+    }
+}
+
+/// Why the TLS client configuration every upstream connection uses could not be built.
+#[derive(Debug)]
+pub enum NetworkError {
+    /// rustls refused a certificate of `UPSTREAM_CA_FILE` as a root.
+    CaFile { path: PathBuf, source: rustls::Error },
+    /// rustls could not build the configuration (no protocol version the provider supports).
+    Tls(rustls::Error),
+}
+
+impl std::fmt::Display for NetworkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::CaFile { path, source } => write!(f, "{}: {source}", path.display()),
+            Self::Tls(e) => write!(f, "the TLS configuration could not be built: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for NetworkError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::CaFile { source, .. } | Self::Tls(source) => Some(source),
+        }
     }
 }
 

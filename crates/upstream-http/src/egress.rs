@@ -383,7 +383,7 @@ impl std::error::Error for EgressError {}
 
 /// Parses the proxy's reply head at the start of `buf`: `Ok(None)` while incomplete, the
 /// status and its reason phrase (at most 100 characters) once complete.
-pub fn parse_reply_head(buf: &[u8]) -> Result<Option<(u16, String)>, String> {
+pub(crate) fn parse_reply_head(buf: &[u8]) -> Result<Option<(u16, String)>, String> {
     let end = buf.windows(4).position(|w| w == b"\r\n\r\n");
     let end = end.or_else(|| buf.windows(2).position(|w| w == b"\n\n"));
     let Some(end) = end else {

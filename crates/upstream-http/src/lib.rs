@@ -53,5 +53,5 @@ mod raw;
 pub mod tls;
 pub mod transport;
 
-pub use connector::Network;
+pub use connector::{Network, NetworkError};
 pub use error::{CancelReason, UpstreamError};

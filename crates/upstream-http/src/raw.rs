@@ -62,7 +62,34 @@ pub async fn exchange(
         None => host.to_string(),
     };
     let mut sock = connector::open(network, &uri, connect_timeout).await?;
+    let head = request_head(method, &uri, &host_header, headers, body)?;
+    send(&mut sock, &head, body)
+        .await
+        .map_err(|e| UpstreamError::Connect(format!("sending the request failed: {e}")))?;
+    let mut buf = BytesMut::with_capacity(READ_SIZE);
+    let (status, headers) = read_head(&mut sock, &mut buf).await?;
+    let reader = Reader {
+        sock,
+        buf,
+        framing: framing(method, status, &headers)?,
+        done: false,
+    };
+    let stream = futures_util::stream::unfold(reader, |mut r| async move {
+        let item = r.next().await?;
+        Some((item, r))
+    });
+    Ok((status, headers, Box::pin(stream)))
+}
 
+/// The request's head: request line, `Host`, `Connection: close`, `headers` (refused if awc
+/// would refuse them) and the body's length.
+fn request_head(
+    method: &Method,
+    uri: &Uri,
+    host_header: &str,
+    headers: &[(std::borrow::Cow<'static, str>, String)],
+    body: Option<&Bytes>,
+) -> Result<String, UpstreamError> {
     let target = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
     let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {host_header}\r\nConnection: close\r\n");
     for (name, value) in headers {
@@ -81,21 +108,24 @@ pub async fn exchange(
         None => {}
     }
     head.push_str("\r\n");
-    let write = async {
-        sock.write_all(head.as_bytes()).await?;
-        if let Some(b) = body {
-            sock.write_all(b).await?;
-        }
-        sock.flush().await
-    };
-    write
-        .await
-        .map_err(|e| UpstreamError::Connect(format!("sending the request failed: {e}")))?;
+    Ok(head)
+}
 
-    let mut buf = BytesMut::with_capacity(READ_SIZE);
-    let (status, headers) = loop {
+/// Writes the head and the body, and flushes.
+async fn send(sock: &mut Box<dyn Io>, head: &str, body: Option<&Bytes>) -> io::Result<()> {
+    sock.write_all(head.as_bytes()).await?;
+    if let Some(b) = body {
+        sock.write_all(b).await?;
+    }
+    sock.flush().await
+}
+
+/// Reads until the final reply head (interim 1xx replies skipped): its status and headers,
+/// with `buf` left holding what followed it.
+async fn read_head(sock: &mut Box<dyn Io>, buf: &mut BytesMut) -> Result<(u16, HeaderMap), UpstreamError> {
+    loop {
         let (status, headers, used) = loop {
-            let parsed = parse_head(&buf)?;
+            let parsed = parse_head(buf)?;
             if parsed.as_ref().map_or(buf.len(), |p| p.2) > MAX_HEAD_BYTES {
                 return Err(UpstreamError::InvalidReply(format!(
                     "the reply's head exceeds {MAX_HEAD_BYTES} bytes"
@@ -105,7 +135,7 @@ pub async fn exchange(
                 break parsed;
             }
             buf.reserve(READ_SIZE);
-            match sock.read_buf(&mut buf).await {
+            match sock.read_buf(buf).await {
                 Ok(0) => {
                     return Err(UpstreamError::InvalidReply(
                         "the connection closed before the reply's head".into(),
@@ -120,32 +150,26 @@ pub async fn exchange(
         if (100..200).contains(&status) && status != 101 {
             continue;
         }
-        break (status, headers);
-    };
+        return Ok((status, headers));
+    }
+}
 
+/// How the body of a reply to `method` with `status` and `headers` ends.
+fn framing(method: &Method, status: u16, headers: &HeaderMap) -> Result<Framing, UpstreamError> {
     let chunked = headers
         .get_all(awc::http::header::TRANSFER_ENCODING)
         .any(|v| v.to_str().is_ok_and(|s| s.to_ascii_lowercase().contains("chunked")));
-    let framing = if method == Method::HEAD || status == 204 || status == 304 || status == 101 {
-        Framing::Length(0)
-    } else if chunked {
-        Framing::Chunked(ChunkState::Size)
-    } else if let Some(len) = content_length(&headers)? {
-        Framing::Length(len)
-    } else {
-        Framing::UntilClose
-    };
-    let reader = Reader {
-        sock,
-        buf,
-        framing,
-        done: false,
-    };
-    let stream = futures_util::stream::unfold(reader, |mut r| async move {
-        let item = r.next().await?;
-        Some((item, r))
-    });
-    Ok((status, headers, Box::pin(stream)))
+    Ok(
+        if method == Method::HEAD || status == 204 || status == 304 || status == 101 {
+            Framing::Length(0)
+        } else if chunked {
+            Framing::Chunked(ChunkState::Size)
+        } else if let Some(len) = content_length(headers)? {
+            Framing::Length(len)
+        } else {
+            Framing::UntilClose
+        },
+    )
 }
 
 /// Parses a complete response head at the start of `buf`: status, headers and its length.

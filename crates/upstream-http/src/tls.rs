@@ -4,7 +4,7 @@
 //! # Crates, and why
 //! - `rustls` 0.23 through awc's `rustls-0_23` feature (and `tokio-rustls` for the
 //!   close-delimited reader, `raw.rs`): TLS in Rust, no OpenSSL to link or patch.
-//! - Crypto provider `ring`, chosen explicitly ([`client_config`] never relies on a process
+//! - Crypto provider `ring`, chosen explicitly (`client_config` never relies on a process
 //!   default): `aws-lc-rs`, rustls' default, builds C code with cmake, a heavier toolchain for
 //!   every developer and image for no gain here.
 //! - Roots: the platform's, through `rustls-native-certs` (on Linux the system bundle, e.g.
@@ -37,6 +37,7 @@ use rustls::pki_types::CertificateDer;
 use rustls::{CertificateError, ClientConfig, RootCertStore};
 use rustls_pki_types::pem::PemObject;
 
+use crate::connector::NetworkError;
 use crate::error::UpstreamError;
 
 /// The CA certificates of `UPSTREAM_CA_FILE`, read and checked at start.
@@ -58,21 +59,31 @@ impl std::fmt::Debug for CaFile {
 impl CaFile {
     /// Reads the PEM file at `path`: every `CERTIFICATE` block must be a certificate rustls
     /// accepts as a trust anchor, and there must be at least one.
-    pub fn load(path: &Path) -> Result<CaFile, String> {
-        let shown = path.display();
-        let pem = std::fs::read(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    pub fn load(path: &Path) -> Result<CaFile, CaFileError> {
+        let pem = std::fs::read(path).map_err(|source| CaFileError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let mut certs = Vec::new();
         for (i, cert) in CertificateDer::pem_slice_iter(&pem).enumerate() {
-            let cert = cert.map_err(|e| format!("{shown}: certificate {} is not valid PEM: {e}", i + 1))?;
+            let cert = cert.map_err(|source| CaFileError::NotPem {
+                path: path.to_path_buf(),
+                number: i + 1,
+                source,
+            })?;
             RootCertStore::empty()
                 .add(cert.clone())
-                .map_err(|e| format!("{shown}: certificate {} is not a usable CA certificate: {e}", i + 1))?;
+                .map_err(|source| CaFileError::NotCa {
+                    path: path.to_path_buf(),
+                    number: i + 1,
+                    source,
+                })?;
             certs.push(cert);
         }
         if certs.is_empty() {
-            return Err(format!(
-                "{shown} holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
-            ));
+            return Err(CaFileError::NoCertificate {
+                path: path.to_path_buf(),
+            });
         }
         Ok(CaFile {
             path: path.to_path_buf(),
@@ -87,6 +98,59 @@ impl CaFile {
 
     pub fn is_empty(&self) -> bool {
         self.certs.is_empty()
+    }
+}
+
+/// Why `UPSTREAM_CA_FILE` was refused (a configuration error: the proxy does not start).
+#[derive(Debug)]
+pub enum CaFileError {
+    /// The file could not be read.
+    Io { path: PathBuf, source: std::io::Error },
+    /// Certificate `number` (from 1) is not valid PEM.
+    NotPem {
+        path: PathBuf,
+        number: usize,
+        source: rustls_pki_types::pem::Error,
+    },
+    /// Certificate `number` (from 1) is not one rustls accepts as a trust anchor.
+    NotCa {
+        path: PathBuf,
+        number: usize,
+        source: rustls::Error,
+    },
+    /// The file holds no `CERTIFICATE` block.
+    NoCertificate { path: PathBuf },
+}
+
+impl std::fmt::Display for CaFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Io { path, source } => write!(f, "cannot read {}: {source}", path.display()),
+            Self::NotPem { path, number, source } => {
+                write!(f, "{}: certificate {number} is not valid PEM: {source}", path.display())
+            }
+            Self::NotCa { path, number, source } => write!(
+                f,
+                "{}: certificate {number} is not a usable CA certificate: {source}",
+                path.display()
+            ),
+            Self::NoCertificate { path } => write!(
+                f,
+                "{} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CaFileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io { source, .. } => Some(source),
+            Self::NotPem { source, .. } => Some(source),
+            Self::NotCa { source, .. } => Some(source),
+            Self::NoCertificate { .. } => None,
+        }
     }
 }
 
@@ -110,7 +174,7 @@ impl std::fmt::Debug for Trust {
 }
 
 /// The platform's roots plus `ca_file`'s, in a rustls client configuration (ring, HTTP/1.1).
-pub fn client_config(ca_file: Option<&CaFile>) -> Result<Trust, String> {
+pub(crate) fn client_config(ca_file: Option<&CaFile>) -> Result<Trust, NetworkError> {
     let mut roots = RootCertStore::empty();
     let native = rustls_native_certs::load_native_certs();
     for e in &native.errors {
@@ -120,16 +184,17 @@ pub fn client_config(ca_file: Option<&CaFile>) -> Result<Trust, String> {
     let mut ca_file_roots = 0;
     if let Some(f) = ca_file {
         for cert in &f.certs {
-            roots
-                .add(cert.clone())
-                .map_err(|e| format!("{}: {e}", f.path.display()))?;
+            roots.add(cert.clone()).map_err(|source| NetworkError::CaFile {
+                path: f.path.clone(),
+                source,
+            })?;
             ca_file_roots += 1;
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("the TLS configuration could not be built: {e}"))?
+        .map_err(NetworkError::Tls)?
         .with_root_certificates(roots)
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
@@ -166,10 +231,12 @@ mod tests {
     fn ca_files_must_hold_certificates() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("missing.pem");
-        assert!(CaFile::load(&missing).unwrap_err().contains("cannot read"));
+        assert!(CaFile::load(&missing).unwrap_err().to_string().contains("cannot read"));
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "not a certificate\n").unwrap();
-        assert!(CaFile::load(&empty).unwrap_err().contains("holds no PEM certificate"));
+        let e = CaFile::load(&empty).unwrap_err();
+        assert!(matches!(e, CaFileError::NoCertificate { .. }));
+        assert!(e.to_string().contains("holds no PEM certificate"));
         let broken = dir.path().join("broken.pem");
         std::fs::write(
             &broken,

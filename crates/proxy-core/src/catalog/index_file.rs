@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
-use tool_search::Index;
+use tool_search::{CorruptIndex, Index};
 
 use super::manifest;
 
@@ -58,33 +58,77 @@ fn header(identity: &str, key: &str) -> Vec<u8> {
     h
 }
 
+/// Why an index file that exists was not used (the index is then built).
+#[derive(Debug)]
+pub enum IndexFileError {
+    /// Larger than [`MAX_FILE_BYTES`]: not read at all.
+    TooLarge { limit: u64 },
+    /// The file could not be examined or read.
+    Io { path: PathBuf, source: std::io::Error },
+    /// Its header names another build or other tools.
+    OtherBuildOrTools,
+    /// It ends before its checksum.
+    CutShort,
+    /// The payload does not match its checksum.
+    Checksum,
+    /// The payload passed its checksum but is not an index this build reads.
+    Corrupt(CorruptIndex),
+}
+
+impl std::fmt::Display for IndexFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::TooLarge { limit } => write!(f, "larger than the {limit}-byte limit"),
+            Self::Io { path, source } => write!(f, "cannot read {}: {source}", path.display()),
+            Self::OtherBuildOrTools => f.write_str("written by another build or for other tools"),
+            Self::CutShort => f.write_str("cut short"),
+            Self::Checksum => f.write_str("damaged (checksum)"),
+            Self::Corrupt(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for IndexFileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io { source, .. } => Some(source),
+            Self::Corrupt(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// The index kept beside the manifest at `manifest` if it was written by `identity` for
 /// `key` and is intact; `Err` says why a file that exists was not used.
-pub fn load(manifest: &Path, identity: &str, key: &str) -> Result<Option<Index>, String> {
+pub fn load(manifest: &Path, identity: &str, key: &str) -> Result<Option<Index>, IndexFileError> {
     if identity.is_empty() {
         return Ok(None);
     }
     let path = &path_for(manifest);
+    let io = |source| IndexFileError::Io {
+        path: path.clone(),
+        source,
+    };
     match std::fs::metadata(path) {
         Ok(m) if m.len() > MAX_FILE_BYTES => {
-            return Err(format!("larger than the {MAX_FILE_BYTES}-byte limit"));
+            return Err(IndexFileError::TooLarge { limit: MAX_FILE_BYTES });
         }
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(e) => return Err(io(e)),
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let bytes = std::fs::read(path).map_err(io)?;
     let head = header(identity, key);
     let Some(rest) = bytes.strip_prefix(head.as_slice()) else {
-        return Err("written by another build or for other tools".into());
+        return Err(IndexFileError::OtherBuildOrTools);
     };
     let Some((digest, payload)) = rest.split_first_chunk::<32>() else {
-        return Err("cut short".into());
+        return Err(IndexFileError::CutShort);
     };
     if Sha256::digest(payload).as_slice() != digest {
-        return Err("damaged (checksum)".into());
+        return Err(IndexFileError::Checksum);
     }
-    Index::from_bytes(payload).map(Some)
+    Index::from_bytes(payload).map(Some).map_err(IndexFileError::Corrupt)
 }
 
 /// Writes `index` for `identity` and `key` beside the manifest at `manifest`, atomically
@@ -161,7 +205,9 @@ mod tests {
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
         std::fs::write(&path, &bytes).unwrap();
-        assert!(load(&manifest, "b1", &s.index_key).unwrap_err().contains("checksum"));
+        let e = load(&manifest, "b1", &s.index_key).unwrap_err();
+        assert!(matches!(e, IndexFileError::Checksum));
+        assert_eq!(e.to_string(), "damaged (checksum)");
         std::fs::write(&path, &bytes[..20]).unwrap();
         assert!(load(&manifest, "b1", &s.index_key).is_err());
     }

@@ -11,7 +11,7 @@
 //! manifest written by an older version cannot bring in what a refresh would refuse.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -128,21 +128,60 @@ impl Manifest {
     }
 }
 
+/// Why a manifest file was not used (the catalog then starts empty).
+#[derive(Debug)]
+pub enum ManifestError {
+    /// The file exists but could not be read.
+    Io { path: PathBuf, source: std::io::Error },
+    /// The file is not a manifest's JSON.
+    Invalid { path: PathBuf, source: serde_json::Error },
+    /// The file is a manifest of another format.
+    Format { path: PathBuf, found: String },
+}
+
+impl std::fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Io { path, source } => write!(f, "cannot read {}: {source}", path.display()),
+            Self::Invalid { path, source } => write!(f, "{} is not a valid manifest: {source}", path.display()),
+            Self::Format { path, found } => {
+                write!(f, "{} has format {found:?}, expected {FORMAT:?}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for ManifestError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io { source, .. } => Some(source),
+            Self::Invalid { source, .. } => Some(source),
+            Self::Format { .. } => None,
+        }
+    }
+}
+
 /// Reads a manifest; `Ok(None)` when the file does not exist.
-pub fn load(path: &Path) -> Result<Option<Manifest>, String> {
+pub fn load(path: &Path) -> Result<Option<Manifest>, ManifestError> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(source) => {
+            return Err(ManifestError::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
     };
-    let m: Manifest =
-        serde_json::from_slice(&bytes).map_err(|e| format!("{} is not a valid manifest: {e}", path.display()))?;
+    let m: Manifest = serde_json::from_slice(&bytes).map_err(|source| ManifestError::Invalid {
+        path: path.to_path_buf(),
+        source,
+    })?;
     if m.format != FORMAT {
-        return Err(format!(
-            "{} has format {:?}, expected {FORMAT:?}",
-            path.display(),
-            m.format
-        ));
+        return Err(ManifestError::Format {
+            path: path.to_path_buf(),
+            found: m.format,
+        });
     }
     Ok(Some(m))
 }
