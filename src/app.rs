@@ -222,11 +222,6 @@ impl App {
         self.snapshots.borrow().clone()
     }
 
-    /// Whether `name` is a pinned upstream tool (called by its own name).
-    pub fn is_pinned(&self, name: &str) -> bool {
-        tools::is_pinned(&self.snapshot(), name)
-    }
-
     /// Runs one tool call.
     pub async fn run(&self, request: ToolRequest, ctx: CallContext) -> ToolOutcome {
         match request {
