@@ -49,7 +49,7 @@ use mcp_wire::trace::CallTrace;
 use mcp_wire::{modern, version, Era};
 use proxy_actors::retrieval::ClientKey;
 use proxy_actors::sessions;
-use proxy_actors::upstream::{cancel_pair, Ask, CancelHandle, Reply};
+use proxy_actors::upstream::{alongside, cancel_pair, Ask, CancelHandle, Reply};
 use proxy_core::tools::{ToolOutcome, ToolRequest, ToolResult};
 use upstream_http::CancelReason;
 
@@ -656,15 +656,6 @@ fn stream_call(state: web::Data<AppState>, request: Request, mut call: Call) -> 
         }
     });
     stream::notifications_then(reply, rx, keepalive)
-}
-
-/// Runs `work` to its end while `side` serves it; `side` is dropped when `work` ends.
-async fn alongside<T>(work: impl std::future::Future<Output = T>, side: impl std::future::Future<Output = ()>) -> T {
-    tokio::pin!(work);
-    tokio::select! {
-        out = &mut work => out,
-        () = side => work.await,
-    }
 }
 
 /// Relays a 2025-era call's questions to its client, each on the call's stream under a
