@@ -67,13 +67,18 @@ use upstream_http::UpstreamError;
 /// How long a search waits for its query vectors before it answers lexically.
 pub const QUERY_EMBEDDING_TIMEOUT: Duration = Duration::from_secs(2);
 
+mod peers;
+#[cfg(test)]
+mod tests;
+
+pub use peers::{Actors, Peers};
+
 /// The application service: the actors it talks to and what they publish.
-pub struct App {
-    pub catalog: Addr<CatalogActor>,
+pub struct App<P: Peers = Actors> {
+    /// The catalog and the upstreams (the catalog routes tool → upstream label).
+    peers: P,
     /// The catalog's current snapshot (see [`App::snapshot`]).
     snapshots: watch::Receiver<Arc<Snapshot>>,
-    /// Upstream actors by label (the catalog routes tool → label).
-    upstreams: HashMap<String, Addr<UpstreamActor>>,
     /// The process's metrics (shared with the actors).
     pub metrics: Arc<Metrics>,
     /// Remembers each client's last search for retrieval telemetry.
@@ -154,6 +159,23 @@ pub struct Held {
     tool: String,
 }
 
+impl Held {
+    /// Takes `ask` and any more questions already sent, each under its key (`q1`, `q2`, …),
+    /// and drops the waiting questions the call stopped waiting for (timed out on its side).
+    fn take_questions(&mut self, ask: Ask) {
+        let mut asked = vec![ask];
+        while let Ok(more) = self.questions.try_recv() {
+            asked.push(more);
+        }
+        for ask in asked {
+            let key = format!("q{}", self.next_key);
+            self.next_key += 1;
+            self.waiting.push((key, ask));
+        }
+        self.waiting.retain(|(_, ask)| !ask.reply.is_closed());
+    }
+}
+
 /// How long an expired held call may take to end of itself once its questions were told they
 /// timed out, before it is cancelled upstream.
 const EXPIRY_GRACE: Duration = Duration::from_secs(2);
@@ -185,6 +207,51 @@ struct CallId {
     holder: String,
 }
 
+impl CallId {
+    fn of(req: &CallRequest, talk: &Talk) -> CallId {
+        CallId {
+            digest: request_state::call_digest(&req.name, &req.arguments),
+            name: req.name.clone(),
+            holder: talk.holder.clone(),
+        }
+    }
+}
+
+/// What a 2026-07-28 retry continues, its `requestState` opened.
+enum Opened {
+    /// No state: a fresh call.
+    Fresh,
+    /// An upstream's round: the upstream it was sealed for, and the round to continue.
+    Upstream((String, Round)),
+    /// A call held by this proxy, and the client's answers to its questions.
+    Held { held: String, responses: Option<Value> },
+    /// A state not issued by this proxy for this call ([`CallOutcome::StateRefused`]).
+    Refused(CallOutcome),
+}
+
+/// A call prepared against the snapshot ([`App::prepare`]): the snapshot's tool `index`, its
+/// repaired and validated arguments.
+struct Ready {
+    /// The name the client gave.
+    name: String,
+    index: usize,
+    arguments: Value,
+    repairs: Vec<String>,
+    input_schema: Arc<Value>,
+}
+
+/// A call that ends before it is sent (unknown tool, refused arguments or state, no route):
+/// its outcome, boxed (a rare path).
+type Unsent = Box<CallOutcome>;
+
+/// A prepared call with its route ([`App::route`]): the owning upstream, and the round it
+/// continues.
+struct Routed<P: Peers> {
+    ready: Ready,
+    round: Option<Round>,
+    to: P::Upstream,
+}
+
 impl App {
     /// Must run inside an actix `System` (it starts the retrieval tracker).
     pub fn new(
@@ -195,14 +262,27 @@ impl App {
         semantic: watch::Receiver<SemanticState>,
         asking: &crate::config::Asking,
     ) -> App {
+        App::with_peers(Actors { catalog, upstreams }, snapshots, metrics, semantic, asking)
+    }
+}
+
+impl<P: Peers> App<P> {
+    /// An application over `peers` (the actors, or fakes in tests). Must run inside an
+    /// actix `System` (it starts the retrieval tracker and the held calls).
+    pub fn with_peers(
+        peers: P,
+        snapshots: watch::Receiver<Arc<Snapshot>>,
+        metrics: Arc<Metrics>,
+        semantic: watch::Receiver<SemanticState>,
+        asking: &crate::config::Asking,
+    ) -> App<P> {
         let held = HeldCalls::new(HeldLimits {
             per_client: asking.max_pending,
             total: MAX_HELD_TOTAL,
         });
         App {
-            catalog,
+            peers,
             snapshots,
-            upstreams,
             retrieval: actix::Actor::start(RetrievalTracker::new(metrics.clone())),
             metrics,
             semantic,
@@ -270,66 +350,93 @@ impl App {
         tools::describe(&self.snapshot(), req)
     }
 
-    /// `mcp_call` (or a pinned tool): prepared against the snapshot, with one refresh and one
-    /// more try for a name the catalog lacks; sent to the owning upstream actor. A 2026-07-28
-    /// client's retry first opens its `requestState`: a held call is resumed, an upstream's
-    /// round continued.
+    /// `mcp_call` (or a pinned tool), in steps: a 2026-07-28 client's retry first opens its
+    /// `requestState` (a held call is resumed, an upstream's round continued); then
+    /// [resolve](Self::resolve) (a name the catalog lacks: one refresh, and one more try),
+    /// [prepare](Self::prepare) (repair, validate), [route](Self::route) (the owning
+    /// upstream) and [relay](Self::relay_call). Each outcome that was never sent is counted
+    /// once, here.
     pub async fn call(&self, req: CallRequest, mut ctx: CallContext) -> CallOutcome {
+        let id = matches!(ctx.talk.asking, Asking::Rounds).then(|| CallId::of(&req, &ctx.talk));
+        let mut round = None;
+        if let (Some(retry), Some(id)) = (ctx.talk.retry.take(), &id) {
+            match self.open(retry, id) {
+                Opened::Fresh => {}
+                Opened::Upstream(sealed) => round = Some(sealed),
+                // boxed: a rare path whose state would otherwise enlarge every call's future
+                Opened::Held { held, responses } => return Box::pin(self.resume_held(&held, responses, ctx, id)).await,
+                Opened::Refused(refused) => return self.counted(refused),
+            }
+        }
+        let snap = self.resolve(&req.name).await;
+        let steps = self
+            .prepare(&snap, req, ctx.client.take())
+            .and_then(|ready| self.route(&snap, ready, round));
+        match steps {
+            Ok(routed) => self.relay_call(&snap, routed, ctx, id).await,
+            Err(outcome) => self.counted(*outcome),
+        }
+    }
+
+    /// A 2026-07-28 retry's `requestState`, opened: what the call continues.
+    fn open(&self, retry: Retry, id: &CallId) -> Opened {
+        let Some(state) = &retry.state else {
+            return Opened::Fresh;
+        };
+        match self
+            .sealer
+            .open(state, &id.name, &id.digest, &id.holder, request_state::unix_now())
+        {
+            Err(refused) => Opened::Refused(state_refused(&id.name, refused.message().to_string())),
+            Ok(Claims {
+                resume: Resume::Held { id: held },
+                ..
+            }) => Opened::Held {
+                held,
+                responses: retry.responses,
+            },
+            Ok(Claims {
+                resume: Resume::Upstream { upstream, state },
+                ..
+            }) => Opened::Upstream((
+                upstream,
+                Round {
+                    responses: retry.responses,
+                    state,
+                },
+            )),
+        }
+    }
+
+    /// Resolve, retrying once: the snapshot to prepare `name` against. A name it lacks (even
+    /// after repairs) asks the catalog for one refresh first, and the call is prepared
+    /// against the snapshot after it.
+    async fn resolve(&self, name: &str) -> Arc<Snapshot> {
+        let snap = self.snapshot();
+        if !matches!(resolve(&snap, name), Resolution::Unknown) {
+            return snap;
+        }
+        let _ = self
+            .peers
+            .refresh(Refresh {
+                reason: RefreshReason::UnknownTool,
+                seen_generation: Some(snap.generation),
+            })
+            .await;
+        self.snapshot()
+    }
+
+    /// Prepare: the arguments repaired and validated against `snap`'s tool
+    /// (`tools::prepare`), the call told to retrieval telemetry (unless pinned: called by
+    /// name, without searching). An unknown tool or refused arguments end here, unsent.
+    fn prepare(&self, snap: &Snapshot, req: CallRequest, client: Option<ClientKey>) -> Result<Ready, Unsent> {
         let CallRequest {
             name,
             arguments,
             pinned,
         } = req;
-        let id = matches!(ctx.talk.asking, Asking::Rounds).then(|| CallId {
-            digest: request_state::call_digest(&name, &arguments),
-            name: name.clone(),
-            holder: ctx.talk.holder.clone(),
-        });
-        let mut round = None;
-        if let (Some(retry), Some(id)) = (ctx.talk.retry.take(), &id) {
-            if let Some(state) = &retry.state {
-                match self
-                    .sealer
-                    .open(state, &id.name, &id.digest, &id.holder, request_state::unix_now())
-                {
-                    Err(refused) => return self.refused_state(&name, refused.message().to_string()),
-                    Ok(Claims {
-                        resume: Resume::Held { id: held },
-                        ..
-                    }) => {
-                        // boxed: a rare path whose state would otherwise enlarge every call's future
-                        return Box::pin(self.resume_held(&held, retry.responses, ctx, id)).await;
-                    }
-                    Ok(Claims {
-                        resume: Resume::Upstream { upstream, state },
-                        ..
-                    }) => {
-                        round = Some((
-                            upstream,
-                            Round {
-                                responses: retry.responses,
-                                state,
-                            },
-                        ))
-                    }
-                }
-            }
-        }
-        let mut snap = self.snapshot();
-        // A name the catalog lacks (even after repairs) asks for one refresh first.
-        if matches!(resolve(&snap, &name), Resolution::Unknown) {
-            let _ = self
-                .catalog
-                .send(Refresh {
-                    reason: RefreshReason::UnknownTool,
-                    seen_generation: Some(snap.generation),
-                })
-                .await;
-            snap = self.snapshot();
-        }
-        let prepared = tools::prepare(&snap, &name, arguments);
-        // A pinned tool is called by name, without searching: not retrieval telemetry.
-        if let Some(client) = ctx.client.clone().filter(|_| !pinned) {
+        let prepared = tools::prepare(snap, &name, arguments);
+        if let Some(client) = client.filter(|_| !pinned) {
             let tool = match &prepared {
                 Prepared::Ready { index, .. } | Prepared::Rejected { index, .. } => {
                     snap.tools[*index].tool.name.clone()
@@ -338,103 +445,102 @@ impl App {
             };
             self.retrieval.do_send(retrieval::Called { client, tool });
         }
-        let outcome = match prepared {
+        match prepared {
             Prepared::Ready {
                 index,
                 arguments,
                 repairs,
                 input_schema,
-            } => {
-                let upstream = snap.tools[index].upstream.as_str();
-                let round = match round {
-                    Some((sealed_for, _)) if sealed_for != upstream => {
-                        return self.refused_state(
-                            &name,
-                            format!("requestState was issued for upstream {sealed_for:?}, and the tool is now served by {upstream:?}; call it again without requestState"),
-                        )
-                    }
-                    other => other.map(|(_, r)| r),
-                };
-                let talk = std::mem::take(&mut ctx.talk);
-                let (asker, questions) = match talk.asking {
-                    Asking::Stream(asker) => (Some(asker), None),
-                    Asking::Rounds if !talk.askable.is_empty() => {
-                        let (tx, rx) = mpsc::channel(proxy_actors::upstream::ask::MAX_QUESTIONS);
-                        (Some(tx), Some(rx))
-                    }
-                    Asking::Rounds | Asking::Never => (None, None),
-                };
-                let mut call = CallTool {
-                    name: snap.tools[index].tool.name.clone(),
-                    arguments,
-                    input_schema,
-                    meta: mcp_wire::modern::passthrough_meta(ctx.meta.as_ref()),
-                    notifications: ctx.events.take(),
-                    cancel: ctx.cancel.take(),
-                    trace: ctx.trace.take().map(|t| t.upstream),
-                    interaction: Interaction {
-                        asker,
-                        askable: talk.askable,
-                        log_level: talk.log_level,
-                        pass_input_required: id.is_some(),
-                        round,
-                        question_timeout: self.question_timeout,
-                    },
-                };
-                let Some(addr) = self.upstreams.get(upstream).cloned() else {
-                    let outcome = CallOutcome::NoRoute {
-                        upstream: upstream.to_string(),
-                        tool: call.name,
-                    };
-                    self.count(&outcome, None);
-                    return outcome;
-                };
-                if let Some(trace) = &call.trace {
-                    trace.stamp(&mut call.meta);
-                }
-                let metrics = self.metrics.clone();
-                let (Some(questions), Some(id)) = (questions, id.as_ref()) else {
-                    let outcome = relay(metrics, addr, upstream, call, repairs).await;
-                    return match &id {
-                        Some(id) => self.sealed(outcome, id),
-                        None => outcome,
-                    };
-                };
-                // 2026-07-28 client that can be asked: the call runs as a task that may be held
-                // between the client's requests (module docs).
-                let (tx_events, events) = mpsc::channel(proxy_actors::upstream::NOTIFICATION_BUFFER);
-                let client_events = call.notifications.replace(tx_events);
-                let (cancel, token) = cancel_pair();
-                let client_cancel = call.cancel.replace(token);
-                let (done, outcome) = oneshot::channel();
-                let tool = call.name.clone();
-                actix_web::rt::spawn({
-                    let upstream = upstream.to_string();
-                    async move {
-                        let _ = done.send(relay(metrics, addr, &upstream, call, repairs).await);
-                    }
-                });
-                let held = Held {
-                    outcome,
-                    questions,
-                    waiting: Vec::new(),
-                    next_key: 1,
-                    events,
-                    cancel,
-                    upstream: upstream.to_string(),
-                    tool,
-                };
-                return Box::pin(self.drive(held, client_events, client_cancel, talk.holder, id)).await;
-            }
-            Prepared::Unknown => CallOutcome::unknown_tool(&snap, &name),
-            Prepared::Rejected { index, rejection } => CallOutcome::Rejected {
+            } => Ok(Ready {
+                name,
+                index,
+                arguments,
+                repairs,
+                input_schema,
+            }),
+            Prepared::Unknown => Err(Box::new(CallOutcome::unknown_tool(snap, &name))),
+            Prepared::Rejected { index, rejection } => Err(Box::new(CallOutcome::Rejected {
                 upstream: snap.tools[index].upstream.clone(),
                 tool: snap.tools[index].tool.name.clone(),
                 rejection,
+            })),
+        }
+    }
+
+    /// Route: the upstream that owns the prepared tool. A round sealed for another upstream
+    /// is refused first; an upstream without an actor is no route.
+    fn route(&self, snap: &Snapshot, ready: Ready, round: Option<(String, Round)>) -> Result<Routed<P>, Unsent> {
+        let owner = &snap.tools[ready.index];
+        let round = match round {
+            Some((sealed_for, _)) if sealed_for != owner.upstream => {
+                let upstream = &owner.upstream;
+                return Err(Box::new(state_refused(
+                    &ready.name,
+                    format!("requestState was issued for upstream {sealed_for:?}, and the tool is now served by {upstream:?}; call it again without requestState"),
+                )));
+            }
+            other => other.map(|(_, r)| r),
+        };
+        let Some(to) = self.peers.upstream(&owner.upstream) else {
+            return Err(Box::new(CallOutcome::NoRoute {
+                upstream: owner.upstream.clone(),
+                tool: owner.tool.name.clone(),
+            }));
+        };
+        Ok(Routed { ready, round, to })
+    }
+
+    /// Relay: the [`CallTool`] built and sent to the upstream. A 2026-07-28 client's call is
+    /// sealed for its retry when it needs input; one that can be asked runs as a task that may
+    /// be held between the client's requests while it asks (module docs).
+    async fn relay_call(
+        &self,
+        snap: &Snapshot,
+        routed: Routed<P>,
+        mut ctx: CallContext,
+        id: Option<CallId>,
+    ) -> CallOutcome {
+        let Routed { ready, round, to } = routed;
+        let owner = &snap.tools[ready.index];
+        let talk = std::mem::take(&mut ctx.talk);
+        let (asker, questions) = match talk.asking {
+            Asking::Stream(asker) => (Some(asker), None),
+            Asking::Rounds if !talk.askable.is_empty() => {
+                let (tx, rx) = mpsc::channel(proxy_actors::upstream::ask::MAX_QUESTIONS);
+                (Some(tx), Some(rx))
+            }
+            Asking::Rounds | Asking::Never => (None, None),
+        };
+        let mut call = CallTool {
+            name: owner.tool.name.clone(),
+            arguments: ready.arguments,
+            input_schema: ready.input_schema,
+            meta: mcp_wire::modern::passthrough_meta(ctx.meta.as_ref()),
+            notifications: ctx.events.take(),
+            cancel: ctx.cancel.take(),
+            trace: ctx.trace.take().map(|t| t.upstream),
+            interaction: Interaction {
+                asker,
+                askable: talk.askable,
+                log_level: talk.log_level,
+                pass_input_required: id.is_some(),
+                round,
+                question_timeout: self.question_timeout,
             },
         };
-        self.count(&outcome, None);
-        outcome
+        if let Some(trace) = &call.trace {
+            trace.stamp(&mut call.meta);
+        }
+        let upstream = owner.upstream.as_str();
+        let metrics = self.metrics.clone();
+        match (questions, id) {
+            (Some(questions), Some(id)) => {
+                let (held, events, cancel) = spawn_held::<P>(metrics, to, upstream, call, ready.repairs, questions);
+                Box::pin(self.drive(held, events, cancel, talk.holder, &id)).await
+            }
+            (_, Some(id)) => self.sealed(relay::<P>(metrics, to, upstream, call, ready.repairs).await, &id),
+            (_, None) => relay::<P>(metrics, to, upstream, call, ready.repairs).await,
+        }
     }
 
     /// Waits for a 2026-07-28 client's call (running as a task) to end or to ask something;
@@ -469,62 +575,60 @@ impl App {
                 Some(note) = held.events.recv() => forward(&events, note),
                 // the client's request went away (dropping `held` cancels the call upstream)
                 _ = &mut cancelled => return gone(&held),
-                Some(ask) = held.questions.recv() => {
-                    let mut asked = vec![ask];
-                    while let Ok(more) = held.questions.try_recv() {
-                        asked.push(more);
-                    }
-                    for ask in asked {
-                        let key = format!("q{}", held.next_key);
-                        held.next_key += 1;
-                        held.waiting.push((key, ask));
-                    }
-                    // a question the call stopped waiting for (timed out on its side) is not shown
-                    held.waiting.retain(|(_, ask)| !ask.reply.is_closed());
-                    if held.waiting.is_empty() {
-                        continue;
-                    }
-                    let requests: Vec<asks::InputRequest> = held
-                        .waiting
-                        .iter()
-                        .map(|(key, ask)| asks::InputRequest {
-                            key: key.clone(),
-                            method: ask.method.clone(),
-                            params: ask.params.clone(),
-                        })
-                        .collect();
-                    let (upstream, tool) = (held.upstream.clone(), held.tool.clone());
-                    let hold = Hold {
-                        client: holder.clone(),
-                        item: held,
-                        ttl: self.question_timeout,
-                    };
-                    match self.held.send(hold).await {
-                        Ok(Ok(held_id)) => {
-                            let state = self.seal(id, Resume::Held { id: held_id });
-                            return CallOutcome::InputRequired {
-                                upstream,
-                                tool,
-                                requests: asks::input_requests_map(&requests),
-                                state,
-                            };
-                        }
-                        Ok(Err(back)) => {
-                            // too many calls held for this client: its questions are declined
-                            held = back;
-                            for (_, ask) in held.waiting.drain(..) {
-                                let _ = ask.reply.send(Reply::Error(RpcError::new(
-                                    jsonrpc::INTERNAL_ERROR,
-                                    "The proxy's client has too many calls waiting for its answers (MAX_PENDING_QUESTIONS); this question was not asked",
-                                )));
-                            }
-                        }
-                        Err(_) => {
-                            return CallOutcome::Failed(failure(&upstream, &tool, UpstreamError::Unavailable))
-                        }
-                    }
-                }
+                Some(ask) = held.questions.recv() => match self.hold(held, ask, &holder, id).await {
+                    Ok(outcome) => return outcome,
+                    Err(back) => held = back,
+                },
             }
+        }
+    }
+
+    /// A held call's new questions (`ask`, and any more already sent): the call is held and
+    /// its waiting questions become the client's `input_required` round. `Err`: the call goes
+    /// on being driven (its questions were all closed, or declined: too many calls held for
+    /// this client).
+    async fn hold(&self, mut held: Held, ask: Ask, holder: &str, id: &CallId) -> Result<CallOutcome, Held> {
+        held.take_questions(ask);
+        if held.waiting.is_empty() {
+            return Err(held);
+        }
+        let requests: Vec<asks::InputRequest> = held
+            .waiting
+            .iter()
+            .map(|(key, ask)| asks::InputRequest {
+                key: key.clone(),
+                method: ask.method.clone(),
+                params: ask.params.clone(),
+            })
+            .collect();
+        let (upstream, tool) = (held.upstream.clone(), held.tool.clone());
+        let hold = Hold {
+            client: holder.to_string(),
+            item: held,
+            ttl: self.question_timeout,
+        };
+        match self.held.send(hold).await {
+            Ok(Ok(held_id)) => Ok(CallOutcome::InputRequired {
+                state: self.seal(id, Resume::Held { id: held_id }),
+                upstream,
+                tool,
+                requests: asks::input_requests_map(&requests),
+            }),
+            Ok(Err(mut back)) => {
+                // too many calls held for this client: its questions are declined
+                for (_, ask) in back.waiting.drain(..) {
+                    let _ = ask.reply.send(Reply::Error(RpcError::new(
+                        jsonrpc::INTERNAL_ERROR,
+                        "The proxy's client has too many calls waiting for its answers (MAX_PENDING_QUESTIONS); this question was not asked",
+                    )));
+                }
+                Err(back)
+            }
+            Err(_) => Ok(CallOutcome::Failed(failure(
+                &upstream,
+                &tool,
+                UpstreamError::Unavailable,
+            ))),
         }
     }
 
@@ -532,10 +636,10 @@ impl App {
     /// (a question it did not answer gets an error), and the call is driven on.
     async fn resume_held(&self, held_id: &str, responses: Option<Value>, ctx: CallContext, id: &CallId) -> CallOutcome {
         let Ok(Some(mut held)) = self.held.send(Take::<Held>::new(held_id)).await else {
-            return self.refused_state(
+            return self.counted(state_refused(
                 &id.name,
                 "the call that asked is no longer held: it expired (ELICITATION_TIMEOUT_SEC), was resumed already, or is held by another instance of the proxy (keep a client on one instance); call the tool again without requestState".into(),
-            );
+            ));
         };
         let responses = match responses {
             Some(Value::Object(m)) => m,
@@ -589,12 +693,8 @@ impl App {
         })
     }
 
-    /// A retry that cannot be resumed; counted as a rejected call.
-    fn refused_state(&self, name: &str, message: String) -> CallOutcome {
-        let outcome = CallOutcome::StateRefused {
-            tool: name.to_string(),
-            message,
-        };
+    /// A call that ended without being sent, counted.
+    fn counted(&self, outcome: CallOutcome) -> CallOutcome {
         self.count(&outcome, None);
         outcome
     }
@@ -614,7 +714,7 @@ impl App {
 
     /// `mcp_refresh`: the catalog re-lists every upstream (or says why it did not).
     pub async fn refresh(&self) -> RefreshOutcome {
-        let asked = self.catalog.send(Refresh {
+        let asked = self.peers.refresh(Refresh {
             reason: RefreshReason::Explicit,
             seen_generation: None,
         });
@@ -674,19 +774,27 @@ impl App {
     }
 }
 
+/// A retry that cannot be resumed (counted as a rejected call).
+fn state_refused(name: &str, message: String) -> CallOutcome {
+    CallOutcome::StateRefused {
+        tool: name.to_string(),
+        message,
+    }
+}
+
 /// Sends a prepared call to the actor of `upstream` and waits for how it ended (counted). A
 /// 2026-07-28 `input_required` result comes back as [`CallOutcome::InputRequired`] holding the
 /// upstream's own state (`""` for none), which the caller seals.
-async fn relay(
+async fn relay<P: Peers>(
     metrics: Arc<Metrics>,
-    addr: Addr<UpstreamActor>,
+    to: P::Upstream,
     upstream: &str,
     call: CallTool,
     repairs: Vec<String>,
 ) -> CallOutcome {
     let tool = call.name.clone();
     let pending = PendingCall::start(&metrics, upstream, &tool);
-    let answer = addr.send(call).await.unwrap_or(Err(UpstreamError::Unavailable));
+    let answer = P::call(to, call).await.unwrap_or(Err(UpstreamError::Unavailable));
     let outcome = match answer {
         Ok(result) => match asks::input_round(&result) {
             Some((requests, state)) => CallOutcome::InputRequired {
@@ -701,6 +809,43 @@ async fn relay(
     };
     pending.finish(metric_of(&outcome));
     outcome
+}
+
+/// A 2026-07-28 client's call that can be asked, started as a task ([`relay`]) that may be
+/// held between the client's requests: the [`Held`] call (its outcome, questions,
+/// notifications and the handle whose drop cancels it), and the client's own notification
+/// sink and cancel token, which [`App::drive`] serves.
+fn spawn_held<P: Peers>(
+    metrics: Arc<Metrics>,
+    to: P::Upstream,
+    upstream: &str,
+    mut call: CallTool,
+    repairs: Vec<String>,
+    questions: mpsc::Receiver<Ask>,
+) -> (Held, Option<mpsc::Sender<Value>>, Option<CancelToken>) {
+    let (tx_events, events) = mpsc::channel(proxy_actors::upstream::NOTIFICATION_BUFFER);
+    let client_events = call.notifications.replace(tx_events);
+    let (cancel, token) = cancel_pair();
+    let client_cancel = call.cancel.replace(token);
+    let (done, outcome) = oneshot::channel();
+    let tool = call.name.clone();
+    actix_web::rt::spawn({
+        let upstream = upstream.to_string();
+        async move {
+            let _ = done.send(relay::<P>(metrics, to, &upstream, call, repairs).await);
+        }
+    });
+    let held = Held {
+        outcome,
+        questions,
+        waiting: Vec::new(),
+        next_key: 1,
+        events,
+        cancel,
+        upstream: upstream.to_string(),
+        tool,
+    };
+    (held, client_events, client_cancel)
 }
 
 /// How an upstream error is told to the client.
