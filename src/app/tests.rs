@@ -13,8 +13,11 @@ use serde_json::json;
 use super::peers::{Called, Refreshed};
 use super::*;
 use mcp_wire::raw::RawObject;
+use proxy_actors::upstream::{Ask, CallTool, Reply, Round};
 use proxy_core::catalog::UpstreamState;
 use proxy_core::policy::Policy;
+use proxy_core::tools::CallRequest;
+use tokio::sync::oneshot;
 
 /// How a fake upstream answers one call.
 enum Script {
