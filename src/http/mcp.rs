@@ -491,17 +491,17 @@ fn request_id_key(v: &Value) -> String {
     }
 }
 
-/// Runs one request (a `tools/call` with its `params`, read once). `call`'s sink receives the
-/// notifications (progress) that precede the result, and its token cancels an upstream call
-/// in flight.
+/// Runs one request (a `tools/call` with its `params`, read once, and the tool's name kept by
+/// `request`, the endpoint's [`Call`]). `call`'s sink receives the notifications (progress)
+/// that precede the result, and its token cancels an upstream call in flight.
 async fn dispatch(
     state: &AppState,
     req: &Request,
     params: Option<Result<ToolCall, RpcError>>,
-    of: &Call,
+    request: &Call,
     call: CallContext,
 ) -> Result<Answer, Failure> {
-    let era = of.era;
+    let era = request.era;
     match (era, req.method.as_str()) {
         (Era::Legacy, "initialize") => {
             let params = req.params_object()?;
@@ -541,33 +541,9 @@ async fn dispatch(
             Ok(Answer::Value(tools_list_result(era, &pinned)))
         }
         (_, "tools/call") => {
-            let mut params = params.unwrap_or_else(|| ToolCall::parse(None))?;
-            let name = of.tool.as_deref().ok_or_else(tool_call::missing_name)?;
-            // a 2026-07-28 client's retry with the answers to the tool's questions
-            let retry = (era == Era::Modern && params.is_retry()).then(|| Retry {
-                state: params.request_state_str().map(str::to_string),
-                responses: params.input_responses.take(),
-            });
-            let app = &state.app;
-            let parsed = ToolRequest::parse(name, params.arguments, state.snapshot().pinned_names());
-            let outcome = match parsed {
-                Some(Ok(request)) => {
-                    let mut call = CallContext {
-                        meta: params.meta,
-                        ..call
-                    };
-                    call.talk.retry = retry;
-                    app.run(request, call).await
-                }
-                Some(Err(usage)) => app.refuse(usage),
-                None => return Err(Failure::Rpc(RpcError::new(
-                    jsonrpc::INVALID_PARAMS,
-                    format!(
-                        "Unknown tool: {name}. This server has four tools: the search tool (mcp_search), the describe tool (mcp_describe), the call tool (mcp_call) and the refresh tool (mcp_refresh); run an upstream tool through the call tool."
-                    ),
-                ))),
-            };
-            Ok(Answer::Tool(outcome, era))
+            let params = params.unwrap_or_else(|| ToolCall::parse(None))?;
+            let name = request.tool.as_deref().ok_or_else(tool_call::missing_name)?;
+            tools_call(state, era, name, params, call).await
         }
         (Era::Legacy, other) => Err(Failure::Rpc(RpcError::new(
             jsonrpc::METHOD_NOT_FOUND,
@@ -579,6 +555,43 @@ async fn dispatch(
             format!("Method not found: {other} (not part of protocol version 2026-07-28 on this server)"),
         ))),
     }
+}
+
+/// A `tools/call` of `name`, its params read once: parsed against the snapshot's pinned
+/// tools and run by the application (a 2026-07-28 client's retry with the answers to the
+/// tool's questions).
+async fn tools_call(
+    state: &AppState,
+    era: Era,
+    name: &str,
+    mut params: ToolCall,
+    call: CallContext,
+) -> Result<Answer, Failure> {
+    // a 2026-07-28 client's retry with the answers to the tool's questions
+    let retry = (era == Era::Modern && params.is_retry()).then(|| Retry {
+        state: params.request_state_str().map(str::to_string),
+        responses: params.input_responses.take(),
+    });
+    let app = &state.app;
+    let parsed = ToolRequest::parse(name, params.arguments, state.snapshot().pinned_names());
+    let outcome = match parsed {
+        Some(Ok(request)) => {
+            let mut call = CallContext {
+                meta: params.meta,
+                ..call
+            };
+            call.talk.retry = retry;
+            app.run(request, call).await
+        }
+        Some(Err(usage)) => app.refuse(usage),
+        None => return Err(Failure::Rpc(RpcError::new(
+            jsonrpc::INVALID_PARAMS,
+            format!(
+                "Unknown tool: {name}. This server has four tools: the search tool (mcp_search), the describe tool (mcp_describe), the call tool (mcp_call) and the refresh tool (mcp_refresh); run an upstream tool through the call tool."
+            ),
+        ))),
+    };
+    Ok(Answer::Tool(outcome, era))
 }
 
 /// Stamps a modern result: `resultType` (`complete` unless it says otherwise: an
