@@ -30,6 +30,16 @@
 //!   questions time out (the upstream is told so), and a call still running 2 s later is
 //!   cancelled upstream. The sealed state names the client group it was issued to.
 //!
+//! # Layout
+//! - `app.rs`: [`App`] and what a call carries ([`CallContext`], [`Talk`], [`Asking`],
+//!   [`Retry`]); the search, describe and refresh tools; counting an outcome.
+//! - `app/call.rs`: `App::call` in its steps (open a retry's state, resolve, prepare, route,
+//!   relay) and the relayed call's metrics.
+//! - `app/held.rs`: a 2026-07-28 client's call held while it asks: driven, held, resumed,
+//!   and its round sealed.
+//! - `app/peers.rs`: [`Peers`], the catalog and upstreams as a call reaches them ([`Actors`]
+//!   in the proxy; fakes in `app/tests.rs`, the unit tests of `App::call`).
+//!
 //! Measured here, from the typed outcomes (never from a reply's JSON): each relayed call by
 //! upstream, tool and outcome, its latency and the calls in flight; each search's queries,
 //! empty answers and latency; the query embedding's wait and the searches that fell back to
@@ -41,25 +51,21 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::Addr;
-use serde_json::{Map, Value};
-use tokio::sync::{mpsc, oneshot, watch};
+use serde_json::Value;
+use tokio::sync::watch;
 
-use mcp_wire::asks::{self, Askable};
-use mcp_wire::jsonrpc::{self, RpcError};
+use mcp_wire::asks::Askable;
 use mcp_wire::trace::CallTrace;
 use proxy_actors::catalog::{CatalogActor, Refresh, RefreshReason};
 use proxy_actors::embedding::{EmbedQueries, Phase, SemanticIndex, SemanticState};
-use proxy_actors::held::{Expire, HeldCalls, HeldLimits, Hold, Take};
+use proxy_actors::held::{HeldCalls, HeldLimits};
 use proxy_actors::retrieval::{self, ClientKey, RetrievalTracker};
-use proxy_actors::upstream::{
-    cancel_pair, Ask, Asker, CallTool, CancelHandle, CancelToken, Interaction, Reply, Round, UpstreamActor,
-};
-use proxy_core::catalog::resolve::{resolve, Resolution};
+use proxy_actors::upstream::{Asker, CancelToken, UpstreamActor};
 use proxy_core::catalog::Snapshot;
-use proxy_core::request_state::{self, Claims, Resume, Sealer};
+use proxy_core::request_state::Sealer;
 use proxy_core::tools::{
-    self, CallOutcome, CallRequest, DescribeRequest, Prepared, RefreshOutcome, SearchAnswer, SearchRequest,
-    ToolOutcome, ToolRequest, UpstreamFailure, UsageError,
+    self, CallOutcome, DescribeRequest, RefreshOutcome, SearchAnswer, SearchRequest, ToolOutcome, ToolRequest,
+    UpstreamFailure, UsageError,
 };
 use proxy_metrics::{self as metrics, FallbackReason, Metrics, NO_UPSTREAM, OTHER};
 use upstream_http::UpstreamError;
@@ -67,13 +73,21 @@ use upstream_http::UpstreamError;
 /// How long a search waits for its query vectors before it answers lexically.
 pub const QUERY_EMBEDDING_TIMEOUT: Duration = Duration::from_secs(2);
 
+mod call;
+mod held;
+mod peers;
+#[cfg(test)]
+mod tests;
+
+use held::Held;
+pub use peers::{Actors, Peers};
+
 /// The application service: the actors it talks to and what they publish.
-pub struct App {
-    pub catalog: Addr<CatalogActor>,
+pub struct App<P: Peers = Actors> {
+    /// The catalog and the upstreams (the catalog routes tool → upstream label).
+    peers: P,
     /// The catalog's current snapshot (see [`App::snapshot`]).
     snapshots: watch::Receiver<Arc<Snapshot>>,
-    /// Upstream actors by label (the catalog routes tool → label).
-    upstreams: HashMap<String, Addr<UpstreamActor>>,
     /// The process's metrics (shared with the actors).
     pub metrics: Arc<Metrics>,
     /// Remembers each client's last search for retrieval telemetry.
@@ -140,50 +154,8 @@ pub struct Retry {
     pub state: Option<String>,
 }
 
-/// A call held for a 2026-07-28 client while it answers the call's questions (see the module
-/// docs): the running call's outcome, its questions (asked and waiting, and the next ones),
-/// its notifications, and the handle whose drop cancels it upstream.
-pub struct Held {
-    outcome: oneshot::Receiver<CallOutcome>,
-    questions: mpsc::Receiver<Ask>,
-    waiting: Vec<(String, Ask)>,
-    next_key: u32,
-    events: mpsc::Receiver<Value>,
-    cancel: CancelHandle,
-    upstream: String,
-    tool: String,
-}
-
-/// How long an expired held call may take to end of itself once its questions were told they
-/// timed out, before it is cancelled upstream.
-const EXPIRY_GRACE: Duration = Duration::from_secs(2);
-
-impl Expire for Held {
-    /// As for a 2025-era client that does not answer: the questions time out (the upstream is
-    /// told so and its tool may end as it sees fit); a call still running after
-    /// [`EXPIRY_GRACE`] is cancelled.
-    fn expire(mut self) {
-        for (_, ask) in self.waiting.drain(..) {
-            let _ = ask.reply.send(Reply::TimedOut);
-        }
-        actix::spawn(async move {
-            let _ = tokio::time::timeout(EXPIRY_GRACE, &mut self.outcome).await;
-            self.cancel.cancel(upstream_http::CancelReason::Unanswered);
-        });
-    }
-}
-
 /// How many calls all client groups together may have held.
 const MAX_HELD_TOTAL: usize = 1024;
-
-/// The `mcp_call` a sealed state belongs to: the tool name the client gave, and the digest of
-/// that name and the arguments.
-struct CallId {
-    name: String,
-    digest: String,
-    /// The client group the state is issued to (see [`Talk::holder`]).
-    holder: String,
-}
 
 impl App {
     /// Must run inside an actix `System` (it starts the retrieval tracker).
@@ -195,14 +167,27 @@ impl App {
         semantic: watch::Receiver<SemanticState>,
         asking: &crate::config::Asking,
     ) -> App {
+        App::with_peers(Actors { catalog, upstreams }, snapshots, metrics, semantic, asking)
+    }
+}
+
+impl<P: Peers> App<P> {
+    /// An application over `peers` (the actors, or fakes in tests). Must run inside an
+    /// actix `System` (it starts the retrieval tracker and the held calls).
+    pub fn with_peers(
+        peers: P,
+        snapshots: watch::Receiver<Arc<Snapshot>>,
+        metrics: Arc<Metrics>,
+        semantic: watch::Receiver<SemanticState>,
+        asking: &crate::config::Asking,
+    ) -> App<P> {
         let held = HeldCalls::new(HeldLimits {
             per_client: asking.max_pending,
             total: MAX_HELD_TOTAL,
         });
         App {
-            catalog,
+            peers,
             snapshots,
-            upstreams,
             retrieval: actix::Actor::start(RetrievalTracker::new(metrics.clone())),
             metrics,
             semantic,
@@ -220,11 +205,6 @@ impl App {
     /// The catalog's current snapshot.
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.snapshots.borrow().clone()
-    }
-
-    /// Whether `name` is a pinned upstream tool (called by its own name).
-    pub fn is_pinned(&self, name: &str) -> bool {
-        tools::is_pinned(&self.snapshot(), name)
     }
 
     /// Runs one tool call.
@@ -275,335 +255,6 @@ impl App {
         tools::describe(&self.snapshot(), req)
     }
 
-    /// `mcp_call` (or a pinned tool): prepared against the snapshot, with one refresh and one
-    /// more try for a name the catalog lacks; sent to the owning upstream actor. A 2026-07-28
-    /// client's retry first opens its `requestState`: a held call is resumed, an upstream's
-    /// round continued.
-    pub async fn call(&self, req: CallRequest, mut ctx: CallContext) -> CallOutcome {
-        let CallRequest {
-            name,
-            arguments,
-            pinned,
-        } = req;
-        let id = matches!(ctx.talk.asking, Asking::Rounds).then(|| CallId {
-            digest: request_state::call_digest(&name, &arguments),
-            name: name.clone(),
-            holder: ctx.talk.holder.clone(),
-        });
-        let mut round = None;
-        if let (Some(retry), Some(id)) = (ctx.talk.retry.take(), &id) {
-            if let Some(state) = &retry.state {
-                match self
-                    .sealer
-                    .open(state, &id.name, &id.digest, &id.holder, request_state::unix_now())
-                {
-                    Err(refused) => return self.refused_state(&name, refused.message().to_string()),
-                    Ok(Claims {
-                        resume: Resume::Held { id: held },
-                        ..
-                    }) => {
-                        // boxed: a rare path whose state would otherwise enlarge every call's future
-                        return Box::pin(self.resume_held(&held, retry.responses, ctx, id)).await;
-                    }
-                    Ok(Claims {
-                        resume: Resume::Upstream { upstream, state },
-                        ..
-                    }) => {
-                        round = Some((
-                            upstream,
-                            Round {
-                                responses: retry.responses,
-                                state,
-                            },
-                        ))
-                    }
-                }
-            }
-        }
-        let mut snap = self.snapshot();
-        // A name the catalog lacks (even after repairs) asks for one refresh first.
-        if matches!(resolve(&snap, &name), Resolution::Unknown) {
-            let _ = self
-                .catalog
-                .send(Refresh {
-                    reason: RefreshReason::UnknownTool,
-                    seen_generation: Some(snap.generation),
-                })
-                .await;
-            snap = self.snapshot();
-        }
-        let prepared = tools::prepare(&snap, &name, arguments);
-        // A pinned tool is called by name, without searching: not retrieval telemetry.
-        if let Some(client) = ctx.client.clone().filter(|_| !pinned) {
-            let tool = match &prepared {
-                Prepared::Ready { index, .. } | Prepared::Rejected { index, .. } => {
-                    snap.tools[*index].tool.name.clone()
-                }
-                Prepared::Unknown => name.clone(),
-            };
-            self.retrieval.do_send(retrieval::Called { client, tool });
-        }
-        let outcome = match prepared {
-            Prepared::Ready {
-                index,
-                arguments,
-                repairs,
-                input_schema,
-            } => {
-                let upstream = snap.tools[index].upstream.as_str();
-                let round = match round {
-                    Some((sealed_for, _)) if sealed_for != upstream => {
-                        return self.refused_state(
-                            &name,
-                            format!("requestState was issued for upstream {sealed_for:?}, and the tool is now served by {upstream:?}; call it again without requestState"),
-                        )
-                    }
-                    other => other.map(|(_, r)| r),
-                };
-                let talk = std::mem::take(&mut ctx.talk);
-                let (asker, questions) = match talk.asking {
-                    Asking::Stream(asker) => (Some(asker), None),
-                    Asking::Rounds if !talk.askable.is_empty() => {
-                        let (tx, rx) = mpsc::channel(proxy_actors::upstream::ask::MAX_QUESTIONS);
-                        (Some(tx), Some(rx))
-                    }
-                    Asking::Rounds | Asking::Never => (None, None),
-                };
-                let mut call = CallTool {
-                    name: snap.tools[index].tool.name.clone(),
-                    arguments,
-                    input_schema,
-                    meta: mcp_wire::modern::passthrough_meta(ctx.meta.as_ref()),
-                    notifications: ctx.events.take(),
-                    cancel: ctx.cancel.take(),
-                    trace: ctx.trace.take().map(|t| t.upstream),
-                    interaction: Interaction {
-                        asker,
-                        askable: talk.askable,
-                        log_level: talk.log_level,
-                        pass_input_required: id.is_some(),
-                        round,
-                        question_timeout: self.question_timeout,
-                    },
-                };
-                let Some(addr) = self.upstreams.get(upstream).cloned() else {
-                    let outcome = CallOutcome::NoRoute {
-                        upstream: upstream.to_string(),
-                        tool: call.name,
-                    };
-                    self.count(&outcome, None);
-                    return outcome;
-                };
-                if let Some(trace) = &call.trace {
-                    trace.stamp(&mut call.meta);
-                }
-                let metrics = self.metrics.clone();
-                let (Some(questions), Some(id)) = (questions, id.as_ref()) else {
-                    let outcome = relay(metrics, addr, upstream, call, repairs).await;
-                    return match &id {
-                        Some(id) => self.sealed(outcome, id),
-                        None => outcome,
-                    };
-                };
-                // 2026-07-28 client that can be asked: the call runs as a task that may be held
-                // between the client's requests (module docs).
-                let (tx_events, events) = mpsc::channel(proxy_actors::upstream::NOTIFICATION_BUFFER);
-                let client_events = call.notifications.replace(tx_events);
-                let (cancel, token) = cancel_pair();
-                let client_cancel = call.cancel.replace(token);
-                let (done, outcome) = oneshot::channel();
-                let tool = call.name.clone();
-                actix_web::rt::spawn({
-                    let upstream = upstream.to_string();
-                    async move {
-                        let _ = done.send(relay(metrics, addr, &upstream, call, repairs).await);
-                    }
-                });
-                let held = Held {
-                    outcome,
-                    questions,
-                    waiting: Vec::new(),
-                    next_key: 1,
-                    events,
-                    cancel,
-                    upstream: upstream.to_string(),
-                    tool,
-                };
-                return Box::pin(self.drive(held, client_events, client_cancel, talk.holder, id)).await;
-            }
-            Prepared::Unknown => CallOutcome::unknown_tool(&snap, &name),
-            Prepared::Rejected { index, rejection } => CallOutcome::Rejected {
-                upstream: snap.tools[index].upstream.clone(),
-                tool: snap.tools[index].tool.name.clone(),
-                rejection,
-            },
-        };
-        self.count(&outcome, None);
-        outcome
-    }
-
-    /// Waits for a 2026-07-28 client's call (running as a task) to end or to ask something;
-    /// its notifications go to the client's request meanwhile. When it asks, it is held and
-    /// its questions become the client's `input_required` round.
-    async fn drive(
-        &self,
-        mut held: Held,
-        events: Option<mpsc::Sender<Value>>,
-        mut cancel: Option<CancelToken>,
-        holder: String,
-        id: &CallId,
-    ) -> CallOutcome {
-        let cancelled = async {
-            match cancel.as_mut() {
-                Some(t) => t.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::pin!(cancelled);
-        loop {
-            tokio::select! {
-                // an ended call is never held for one more useless round
-                biased;
-                outcome = &mut held.outcome => {
-                    while let Ok(note) = held.events.try_recv() {
-                        forward(&events, note);
-                    }
-                    let outcome = outcome.unwrap_or_else(|_| gone(&held));
-                    return self.sealed(outcome, id);
-                }
-                Some(note) = held.events.recv() => forward(&events, note),
-                // the client's request went away (dropping `held` cancels the call upstream)
-                _ = &mut cancelled => return gone(&held),
-                Some(ask) = held.questions.recv() => {
-                    let mut asked = vec![ask];
-                    while let Ok(more) = held.questions.try_recv() {
-                        asked.push(more);
-                    }
-                    for ask in asked {
-                        let key = format!("q{}", held.next_key);
-                        held.next_key += 1;
-                        held.waiting.push((key, ask));
-                    }
-                    // a question the call stopped waiting for (timed out on its side) is not shown
-                    held.waiting.retain(|(_, ask)| !ask.reply.is_closed());
-                    if held.waiting.is_empty() {
-                        continue;
-                    }
-                    let requests: Vec<asks::InputRequest> = held
-                        .waiting
-                        .iter()
-                        .map(|(key, ask)| asks::InputRequest {
-                            key: key.clone(),
-                            method: ask.method.clone(),
-                            params: ask.params.clone(),
-                        })
-                        .collect();
-                    let (upstream, tool) = (held.upstream.clone(), held.tool.clone());
-                    let hold = Hold {
-                        client: holder.clone(),
-                        item: held,
-                        ttl: self.question_timeout,
-                    };
-                    match self.held.send(hold).await {
-                        Ok(Ok(held_id)) => {
-                            let state = self.seal(id, Resume::Held { id: held_id });
-                            return CallOutcome::InputRequired {
-                                upstream,
-                                tool,
-                                requests: asks::input_requests_map(&requests),
-                                state,
-                            };
-                        }
-                        Ok(Err(back)) => {
-                            // too many calls held for this client: its questions are declined
-                            held = back;
-                            for (_, ask) in held.waiting.drain(..) {
-                                let _ = ask.reply.send(Reply::Error(RpcError::new(
-                                    jsonrpc::INTERNAL_ERROR,
-                                    "The proxy's client has too many calls waiting for its answers (MAX_PENDING_QUESTIONS); this question was not asked",
-                                )));
-                            }
-                        }
-                        Err(_) => {
-                            return CallOutcome::Failed(failure(&upstream, &tool, UpstreamError::Unavailable))
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// A 2026-07-28 client's retry of a held call: its answers go to the waiting questions
-    /// (a question it did not answer gets an error), and the call is driven on.
-    async fn resume_held(&self, held_id: &str, responses: Option<Value>, ctx: CallContext, id: &CallId) -> CallOutcome {
-        let Ok(Some(mut held)) = self.held.send(Take::<Held>::new(held_id)).await else {
-            return self.refused_state(
-                &id.name,
-                "the call that asked is no longer held: it expired (ELICITATION_TIMEOUT_SEC), was resumed already, or is held by another instance of the proxy (keep a client on one instance); call the tool again without requestState".into(),
-            );
-        };
-        let responses = match responses {
-            Some(Value::Object(m)) => m,
-            _ => Map::new(),
-        };
-        for (key, ask) in held.waiting.drain(..) {
-            let reply = match responses.get(&key) {
-                Some(answer) => Reply::Result(answer.clone()),
-                None => Reply::Error(RpcError::new(
-                    jsonrpc::INVALID_PARAMS,
-                    format!("The client's retry carried no answer for this question (inputResponses has no {key:?})"),
-                )),
-            };
-            let _ = ask.reply.send(reply);
-        }
-        self.drive(held, ctx.events, ctx.cancel, ctx.talk.holder, id).await
-    }
-
-    /// A 2026-07-28 upstream's `input_required` round, passed through: the upstream's state
-    /// sealed in the proxy's own.
-    fn sealed(&self, outcome: CallOutcome, id: &CallId) -> CallOutcome {
-        match outcome {
-            CallOutcome::InputRequired {
-                upstream,
-                tool,
-                requests,
-                state,
-            } => {
-                let resume = Resume::Upstream {
-                    upstream: upstream.clone(),
-                    state: (!state.is_empty()).then_some(state),
-                };
-                CallOutcome::InputRequired {
-                    state: self.seal(id, resume),
-                    upstream,
-                    tool,
-                    requests,
-                }
-            }
-            other => other,
-        }
-    }
-
-    fn seal(&self, id: &CallId, resume: Resume) -> String {
-        self.sealer.seal(&Claims {
-            tool: id.name.clone(),
-            digest: id.digest.clone(),
-            holder: id.holder.clone(),
-            resume,
-            expires: request_state::unix_now() + self.question_timeout.as_secs(),
-        })
-    }
-
-    /// A retry that cannot be resumed; counted as a rejected call.
-    fn refused_state(&self, name: &str, message: String) -> CallOutcome {
-        let outcome = CallOutcome::StateRefused {
-            tool: name.to_string(),
-            message,
-        };
-        self.count(&outcome, None);
-        outcome
-    }
-
     /// Counts a call that ended without being sent.
     fn count(&self, outcome: &CallOutcome, latency: Option<Duration>) {
         let (upstream, tool) = match outcome {
@@ -619,7 +270,7 @@ impl App {
 
     /// `mcp_refresh`: the catalog re-lists every upstream (or says why it did not).
     pub async fn refresh(&self) -> RefreshOutcome {
-        let asked = self.catalog.send(Refresh {
+        let asked = self.peers.refresh(Refresh {
             reason: RefreshReason::Explicit,
             seen_generation: None,
         });
@@ -679,35 +330,6 @@ impl App {
     }
 }
 
-/// Sends a prepared call to the actor of `upstream` and waits for how it ended (counted). A
-/// 2026-07-28 `input_required` result comes back as [`CallOutcome::InputRequired`] holding the
-/// upstream's own state (`""` for none), which the caller seals.
-async fn relay(
-    metrics: Arc<Metrics>,
-    addr: Addr<UpstreamActor>,
-    upstream: &str,
-    call: CallTool,
-    repairs: Vec<String>,
-) -> CallOutcome {
-    let tool = call.name.clone();
-    let pending = PendingCall::start(&metrics, upstream, &tool);
-    let answer = addr.send(call).await.unwrap_or(Err(UpstreamError::Unavailable));
-    let outcome = match answer {
-        Ok(result) => match asks::input_round(&result) {
-            Some((requests, state)) => CallOutcome::InputRequired {
-                upstream: upstream.to_string(),
-                tool,
-                requests: Value::Object(requests),
-                state: state.unwrap_or_default(),
-            },
-            None => CallOutcome::relayed(upstream, &tool, result, &repairs),
-        },
-        Err(e) => CallOutcome::Failed(failure(upstream, &tool, e)),
-    };
-    pending.finish(metric_of(&outcome));
-    outcome
-}
-
 /// How an upstream error is told to the client.
 fn failure(upstream: &str, tool: &str, e: UpstreamError) -> UpstreamFailure {
     UpstreamFailure {
@@ -724,22 +346,6 @@ fn failure(upstream: &str, tool: &str, e: UpstreamError) -> UpstreamFailure {
     }
 }
 
-/// A held call whose task ended without an outcome, or whose client went away.
-fn gone(held: &Held) -> CallOutcome {
-    CallOutcome::Failed(failure(
-        &held.upstream,
-        &held.tool,
-        UpstreamError::Cancelled(upstream_http::CancelReason::ClientGone),
-    ))
-}
-
-/// A notification of a held call, to the client's current request (if it takes them).
-fn forward(events: &Option<mpsc::Sender<Value>>, note: Value) {
-    if let Some(tx) = events {
-        let _ = tx.try_send(note);
-    }
-}
-
 /// The metric label of how a call ended.
 fn metric_of(outcome: &CallOutcome) -> metrics::CallOutcome {
     match outcome {
@@ -751,44 +357,5 @@ fn metric_of(outcome: &CallOutcome) -> metrics::CallOutcome {
         CallOutcome::Failed(_) | CallOutcome::NoRoute { .. } => metrics::CallOutcome::UpstreamError,
         CallOutcome::Rejected { .. } | CallOutcome::StateRefused { .. } => metrics::CallOutcome::Rejected,
         CallOutcome::UnknownTool { .. } => metrics::CallOutcome::UnknownTool,
-    }
-}
-
-/// A call sent upstream, counted in flight until it ends. A request dropped before its call
-/// ended (the client went away, or the shutdown cut it) counts the call as cancelled. Its
-/// series are resolved once per tool ([`metrics::CallSeries`]): recording a call builds no label.
-struct PendingCall {
-    metrics: Arc<Metrics>,
-    series: Arc<metrics::CallSeries>,
-    started: Instant,
-    in_flight: Option<metrics::InFlight>,
-}
-
-impl PendingCall {
-    fn start(metrics: &Arc<Metrics>, upstream: &str, tool: &str) -> PendingCall {
-        let series = metrics.call_series(upstream, tool);
-        PendingCall {
-            in_flight: Some(metrics.series_in_flight(&series)),
-            metrics: metrics.clone(),
-            series,
-            started: Instant::now(),
-        }
-    }
-
-    fn finish(mut self, outcome: metrics::CallOutcome) {
-        self.record(outcome);
-    }
-
-    fn record(&mut self, outcome: metrics::CallOutcome) {
-        if self.in_flight.take().is_some() {
-            let latency = Some(self.started.elapsed());
-            self.metrics.series_call(&self.series, outcome, latency);
-        }
-    }
-}
-
-impl Drop for PendingCall {
-    fn drop(&mut self) {
-        self.record(metrics::CallOutcome::Cancelled);
     }
 }

@@ -103,6 +103,16 @@ async fn malformed_json_rpc_gets_precise_errors() {
 
     let (_, body) = rpc(&p.url, "tools/call", json!({"arguments": {}})).await;
     assert_eq!(body["error"]["code"], -32602);
+    assert_eq!(body["error"]["message"], "tools/call needs params.name");
+    let (_, body) = rpc(&p.url, "tools/call", json!({"name": 5, "arguments": {}})).await;
+    assert_eq!(
+        body["error"]["message"], "tools/call needs params.name",
+        "a name that is no string"
+    );
+    // params that are no object are refused before their name is looked for
+    let (_, body) = rpc(&p.url, "tools/call", json!(["mcp_search"])).await;
+    assert_eq!(body["error"]["code"], -32602);
+    assert_eq!(body["error"]["message"], "params must be an object");
     p.stop().await;
 }
 

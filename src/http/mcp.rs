@@ -42,13 +42,14 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use mcp_wire::asks::Askable;
+use mcp_wire::call::{self as tool_call, ToolCall};
 use mcp_wire::jsonrpc::{self, Incoming, Request, RequestId, RpcError};
 use mcp_wire::raw::RawObject;
 use mcp_wire::trace::CallTrace;
 use mcp_wire::{modern, version, Era};
 use proxy_actors::retrieval::ClientKey;
 use proxy_actors::sessions;
-use proxy_actors::upstream::{cancel_pair, Ask, CancelHandle, Reply};
+use proxy_actors::upstream::{alongside, cancel_pair, Ask, CancelHandle, Reply};
 use proxy_core::tools::{ToolOutcome, ToolRequest, ToolResult};
 use upstream_http::CancelReason;
 
@@ -153,7 +154,7 @@ pub async fn post(
         Incoming::Notification { method, params } => admit(&req, &state, None, method, params.as_ref())?,
         Incoming::Response { .. } => return Ok(HttpResponse::Accepted().finish()),
     };
-    let request = match msg {
+    let mut request = match msg {
         Incoming::Request(r) => r,
         Incoming::Notification { method, params } => {
             notified(&state, session.as_deref(), &method, params.as_ref());
@@ -161,7 +162,9 @@ pub async fn post(
         }
         Incoming::Response { .. } => return Ok(HttpResponse::Accepted().finish()),
     };
-    let call = Call::of(&req, &request, era, session, client);
+    // a tools/call's params, read once
+    let params = (request.method == "tools/call").then(|| ToolCall::parse(request.params.take()));
+    let call = Call::of(&req, params, era, session, client);
     if call.trace.is_some() && accepts.sse && (call.progress || call.asked_on_stream()) {
         return Ok(stream_call(state, request, call));
     }
@@ -236,6 +239,11 @@ fn notified(state: &AppState, session: Option<&str>, method: &str, params: Optio
 /// What the endpoint knows of a request besides its body: era, session, caller, trace, and
 /// what the client can be asked.
 struct Call {
+    /// A `tools/call`'s params, read once (`None` for the other methods; taken by
+    /// [`dispatch`]).
+    params: Option<Result<ToolCall, RpcError>>,
+    /// Its `params.name`, moved out of them: the tool for [`dispatch`] and the log line.
+    tool: Option<String>,
     era: Era,
     session: Option<String>,
     /// The client's token group (`PROXY_TOKENS`), for logs and telemetry.
@@ -253,23 +261,35 @@ struct Call {
 }
 
 impl Call {
-    fn of(req: &HttpRequest, request: &Request, era: Era, session: Option<String>, client: Option<String>) -> Call {
-        let meta = request.params.as_ref().and_then(|p| p.get("_meta"));
-        let is_call = request.method == "tools/call";
+    fn of(
+        req: &HttpRequest,
+        mut params: Option<Result<ToolCall, RpcError>>,
+        era: Era,
+        session: Option<String>,
+        client: Option<String>,
+    ) -> Call {
+        let is_call = params.is_some();
+        let tool = params
+            .as_mut()
+            .and_then(|p| p.as_mut().ok())
+            .and_then(|p| p.name.take());
+        let read = params.as_ref().and_then(|p| p.as_ref().ok());
         let (askable, log_level) = match era {
             Era::Legacy => (session.as_deref().map_or(Askable::NONE, Askable::of_session_id), None),
             Era::Modern => (
-                Askable::from_capabilities(meta.and_then(|m| m.get(modern::META_CLIENT_CAPABILITIES))),
-                meta.and_then(|m| m.get(modern::META_LOG_LEVEL))
-                    .and_then(Value::as_str)
-                    .filter(|l| l.len() <= 16)
-                    .map(str::to_string),
+                read.map_or(Askable::NONE, ToolCall::client_capabilities),
+                read.and_then(ToolCall::log_level).map(str::to_string),
             ),
         };
+        let meta = read.and_then(|p| p.meta.as_ref());
+        let trace = is_call.then(|| call_trace(meta, header_str(req, "traceparent"), header_str(req, "tracestate")));
+        let progress = is_call && (read.and_then(ToolCall::progress_token).is_some() || log_level.is_some());
         Call {
+            params,
+            tool,
             era,
-            trace: is_call.then(|| call_trace(meta, header_str(req, "traceparent"), header_str(req, "tracestate"))),
-            progress: is_call && (meta.and_then(|m| m.get("progressToken")).is_some() || log_level.is_some()),
+            trace,
+            progress,
             session,
             client,
             askable,
@@ -347,15 +367,16 @@ async fn answered(
 /// Runs a request and returns its JSON-RPC response text (logged and counted). Dropping the
 /// cancel handle (this ends, or is dropped because the client left) cancels an upstream call
 /// still running; `until_cut` cancels it for the shutdown.
-async fn answer(state: &AppState, request: &Request, call: Call) -> Result<String, HttpError> {
+async fn answer(state: &AppState, request: &Request, mut call: Call) -> Result<String, HttpError> {
     let started = std::time::Instant::now();
     let (cancel, token) = cancel_pair();
+    let params = call.params.take();
     // boxed: the request's future (~9 KB, the application's) is not moved through each layer
     // that awaits it (memmove was 8% of the proxy's CPU)
     let work = until_cut(
         state,
         &cancel,
-        Box::pin(dispatch(state, request, call.era, call.context(token))),
+        Box::pin(dispatch(state, request, params, &call, call.context(token))),
     );
     let outcome = match (&call.session, request.method.as_str()) {
         // A legacy client may cancel its own call with notifications/cancelled.
@@ -470,9 +491,17 @@ fn request_id_key(v: &Value) -> String {
     }
 }
 
-/// Runs one request. `call`'s sink receives the notifications (progress) that precede the
-/// result, and its token cancels an upstream call in flight.
-async fn dispatch(state: &AppState, req: &Request, era: Era, call: CallContext) -> Result<Answer, Failure> {
+/// Runs one request (a `tools/call` with its `params`, read once, and the tool's name kept by
+/// `request`, the endpoint's [`Call`]). `call`'s sink receives the notifications (progress)
+/// that precede the result, and its token cancels an upstream call in flight.
+async fn dispatch(
+    state: &AppState,
+    req: &Request,
+    params: Option<Result<ToolCall, RpcError>>,
+    request: &Call,
+    call: CallContext,
+) -> Result<Answer, Failure> {
+    let era = request.era;
     match (era, req.method.as_str()) {
         (Era::Legacy, "initialize") => {
             let params = req.params_object()?;
@@ -512,38 +541,9 @@ async fn dispatch(state: &AppState, req: &Request, era: Era, call: CallContext) 
             Ok(Answer::Value(tools_list_result(era, &pinned)))
         }
         (_, "tools/call") => {
-            let params = req.params_object()?;
-            let name = params
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| RpcError::new(jsonrpc::INVALID_PARAMS, "tools/call needs params.name"))?;
-            let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
-            let app = &state.app;
-            let outcome = match ToolRequest::parse(name, arguments, |n| app.is_pinned(n)) {
-                Some(Ok(request)) => {
-                    let mut call = CallContext {
-                        meta: params.get("_meta").cloned(),
-                        ..call
-                    };
-                    // a 2026-07-28 client's retry with the answers to the tool's questions
-                    let (responses, request_state) = (params.get("inputResponses"), params.get("requestState"));
-                    if era == Era::Modern && (responses.is_some() || request_state.is_some()) {
-                        call.talk.retry = Some(Retry {
-                            responses: responses.cloned(),
-                            state: request_state.and_then(Value::as_str).map(str::to_string),
-                        });
-                    }
-                    app.run(request, call).await
-                }
-                Some(Err(usage)) => app.refuse(usage),
-                None => return Err(Failure::Rpc(RpcError::new(
-                    jsonrpc::INVALID_PARAMS,
-                    format!(
-                        "Unknown tool: {name}. This server has four tools: the search tool (mcp_search), the describe tool (mcp_describe), the call tool (mcp_call) and the refresh tool (mcp_refresh); run an upstream tool through the call tool."
-                    ),
-                ))),
-            };
-            Ok(Answer::Tool(outcome, era))
+            let params = params.unwrap_or_else(|| ToolCall::parse(None))?;
+            let name = request.tool.as_deref().ok_or_else(tool_call::missing_name)?;
+            tools_call(state, era, name, params, call).await
         }
         (Era::Legacy, other) => Err(Failure::Rpc(RpcError::new(
             jsonrpc::METHOD_NOT_FOUND,
@@ -555,6 +555,43 @@ async fn dispatch(state: &AppState, req: &Request, era: Era, call: CallContext) 
             format!("Method not found: {other} (not part of protocol version 2026-07-28 on this server)"),
         ))),
     }
+}
+
+/// A `tools/call` of `name`, its params read once: parsed against the snapshot's pinned
+/// tools and run by the application (a 2026-07-28 client's retry with the answers to the
+/// tool's questions).
+async fn tools_call(
+    state: &AppState,
+    era: Era,
+    name: &str,
+    mut params: ToolCall,
+    call: CallContext,
+) -> Result<Answer, Failure> {
+    // a 2026-07-28 client's retry with the answers to the tool's questions
+    let retry = (era == Era::Modern && params.is_retry()).then(|| Retry {
+        state: params.request_state_str().map(str::to_string),
+        responses: params.input_responses.take(),
+    });
+    let app = &state.app;
+    let parsed = ToolRequest::parse(name, params.arguments, state.snapshot().pinned_names());
+    let outcome = match parsed {
+        Some(Ok(request)) => {
+            let mut call = CallContext {
+                meta: params.meta,
+                ..call
+            };
+            call.talk.retry = retry;
+            app.run(request, call).await
+        }
+        Some(Err(usage)) => app.refuse(usage),
+        None => return Err(Failure::Rpc(RpcError::new(
+            jsonrpc::INVALID_PARAMS,
+            format!(
+                "Unknown tool: {name}. This server has four tools: the search tool (mcp_search), the describe tool (mcp_describe), the call tool (mcp_call) and the refresh tool (mcp_refresh); run an upstream tool through the call tool."
+            ),
+        ))),
+    };
+    Ok(Answer::Tool(outcome, era))
 }
 
 /// Stamps a modern result: `resultType` (`complete` unless it says otherwise: an
@@ -582,7 +619,7 @@ fn modern_stamp_raw(result: &mut RawObject) {
 /// stream (the client left) drops the call's cancel handle, which cancels it upstream. On a
 /// 2025-era session that can be asked, the tool's questions go on the stream too
 /// ([`relay_questions`]).
-fn stream_call(state: web::Data<AppState>, request: Request, call: Call) -> HttpResponse {
+fn stream_call(state: web::Data<AppState>, request: Request, mut call: Call) -> HttpResponse {
     let (tx, rx) = mpsc::channel::<Value>(proxy_actors::upstream::NOTIFICATION_BUFFER);
     let keepalive = state.settings.sse_keepalive;
     log::debug!(id = request.id.to_string().as_str(); "tools/call answered as a stream");
@@ -604,7 +641,12 @@ fn stream_call(state: web::Data<AppState>, request: Request, call: Call) -> Http
             }
             _ => None,
         };
-        let work = until_cut(&state, &cancel, Box::pin(dispatch(&state, &request, call.era, context)));
+        let params = call.params.take();
+        let work = until_cut(
+            &state,
+            &cancel,
+            Box::pin(dispatch(&state, &request, params, &call, context)),
+        );
         // a legacy client may cancel its own call with notifications/cancelled
         let work = async {
             match &call.session {
@@ -627,15 +669,6 @@ fn stream_call(state: web::Data<AppState>, request: Request, call: Call) -> Http
         }
     });
     stream::notifications_then(reply, rx, keepalive)
-}
-
-/// Runs `work` to its end while `side` serves it; `side` is dropped when `work` ends.
-async fn alongside<T>(work: impl std::future::Future<Output = T>, side: impl std::future::Future<Output = ()>) -> T {
-    tokio::pin!(work);
-    tokio::select! {
-        out = &mut work => out,
-        () = side => work.await,
-    }
 }
 
 /// Relays a 2025-era call's questions to its client, each on the call's stream under a
@@ -807,12 +840,7 @@ fn log_request(
     let latency_us = elapsed.as_micros() as u64;
     let client = call.client.as_deref().unwrap_or("");
     if let Some(trace) = &call.trace {
-        let tool = req
-            .params
-            .as_ref()
-            .and_then(|p| p.get("name"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        let tool = call.tool.as_deref().unwrap_or("");
         let trace_id = trace.trace_id.as_str();
         log::info!(method = req.method.as_str(), tool = tool, outcome = outcome_kind, latency_us = latency_us, client = client, trace_id = trace_id; "mcp request");
     } else {

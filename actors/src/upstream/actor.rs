@@ -44,7 +44,7 @@ use serde_json::{json, Map, Value};
 use futures_util::future::join_all;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
-use super::ask::{Ask, Interaction, Reply, Round, MAX_QUESTIONS};
+use super::ask::{alongside, Ask, Interaction, Reply, Round, MAX_QUESTIONS};
 use super::cancel::CancelToken;
 use super::connection::{Connection, RequestOptions, UpstreamSpec};
 use super::list_changes::{self, ToolsChanged};
@@ -870,16 +870,6 @@ fn server_request(v: &Value) -> Option<ServerRequest> {
         id: id.clone(),
         params: v.get("params").cloned(),
     })
-}
-
-/// Runs `work` to its end while `side` (work that serves it, never finishing of itself) runs
-/// alongside; `side` is dropped when `work` ends.
-async fn alongside<T>(work: impl std::future::Future<Output = T>, side: impl std::future::Future<Output = ()>) -> T {
-    tokio::pin!(work);
-    tokio::select! {
-        out = &mut work => out,
-        () = side => work.await,
-    }
 }
 
 /// A legacy upstream is told the request is cancelled (the modern era's cancellation is

@@ -26,7 +26,8 @@
 //!   `Ready(Legacy{id, version})`, `Ready(Modern)`) and its transitions, unit-tested without a
 //!   runtime. Its module docs hold the era and session state machine.
 //! - [`ask`]: [`Interaction`], what a call may ask its client ([`Ask`] on an [`Asker`], answered
-//!   with a [`Reply`]) and a 2026-07-28 client's [`Round`] to continue.
+//!   with a [`Reply`]) and a 2026-07-28 client's [`Round`] to continue; [`alongside`], a call
+//!   run while its questions are served (here and in the HTTP layer).
 //! - [`cancel`]: [`CancelHandle`] / [`CancelToken`], abandoning a call with a reason
 //!   (`upstream_http::CancelReason`).
 //!
@@ -56,7 +57,7 @@ pub use actor::{
     CallTool, EndSession, FollowListChanges, GetStatus, ListTools, Listing, UpstreamActor, UpstreamStatus,
     NOTIFICATION_BUFFER,
 };
-pub use ask::{Ask, Asker, Interaction, Reply, Round};
+pub use ask::{alongside, Ask, Asker, Interaction, Reply, Round};
 pub use cancel::{cancel_pair, CancelHandle, CancelToken};
 pub use connection::UpstreamSpec;
 pub use list_changes::ToolsChanged;

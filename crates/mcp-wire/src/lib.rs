@@ -14,6 +14,8 @@
 //!   header rules, refusals and their codes.
 //! - [`asks`]: the questions a server asks its client during a call (elicitation, sampling,
 //!   roots): what a client can answer, and their 2026-07-28 `inputRequests` form.
+//! - [`call`]: a client's `tools/call` params read once ([`call::ToolCall`]): name, arguments,
+//!   `_meta`, and a 2026-07-28 retry's `inputResponses` and `requestState`.
 //! - [`trace`]: W3C Trace Context (`traceparent`, `tracestate`): parsing, the proxy's own span
 //!   for a relayed call, what goes upstream.
 //!
@@ -23,6 +25,7 @@
 #![forbid(unsafe_code)]
 
 pub mod asks;
+pub mod call;
 pub mod jsonrpc;
 pub mod modern;
 pub mod raw;

@@ -17,4 +17,4 @@ pub mod report;
 pub mod resolve;
 pub mod snapshot;
 
-pub use snapshot::{Collision, Snapshot, UpstreamState};
+pub use snapshot::{Collision, PinnedNames, Snapshot, UpstreamState};

@@ -97,7 +97,33 @@ pub struct Snapshot {
     pub validators: Arc<[crate::args::CachedValidator]>,
 }
 
+/// The names of a snapshot's pinned tools (`PINNED_TOOLS`: called by their own names), as
+/// data a tool call is parsed against (see `tools::ToolRequest::parse`).
+#[derive(Debug, Clone, Copy)]
+pub struct PinnedNames<'a> {
+    tools: &'a [CatalogTool],
+    at: &'a [usize],
+}
+
+impl PinnedNames<'_> {
+    /// No pinned tools.
+    pub const NONE: PinnedNames<'static> = PinnedNames { tools: &[], at: &[] };
+
+    /// Whether `name` is a pinned tool's.
+    pub fn contains(&self, name: &str) -> bool {
+        self.at.iter().any(|&i| self.tools[i].tool.name == name)
+    }
+}
+
 impl Snapshot {
+    /// The names of its pinned tools.
+    pub fn pinned_names(&self) -> PinnedNames<'_> {
+        PinnedNames {
+            tools: &self.tools,
+            at: &self.pinned,
+        }
+    }
+
     /// Merges upstream states (in configuration order) into a snapshot, keeping only the
     /// tools the policy allows.
     pub fn build(upstreams: Vec<UpstreamState>, generation: u64, policy: &Policy) -> Snapshot {

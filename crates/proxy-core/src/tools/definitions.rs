@@ -3,8 +3,6 @@
 
 use serde_json::{json, Value};
 
-use crate::catalog::Snapshot;
-
 pub const SEARCH: &str = "mcp_search";
 pub const DESCRIBE: &str = "mcp_describe";
 pub const CALL: &str = "mcp_call";
@@ -77,9 +75,4 @@ pub fn definitions() -> Value {
             "inputSchema": {"type": "object", "properties": {}}
         }
     ])
-}
-
-/// Whether `name` is a pinned upstream tool, called natively by its name.
-pub fn is_pinned(snap: &Snapshot, name: &str) -> bool {
-    snap.pinned.iter().any(|&i| snap.tools[i].tool.name == name)
 }

@@ -70,7 +70,7 @@ mod tests {
 
     /// The request a valid call of `name` with `args` parses into.
     fn request(name: &str, args: Value) -> ToolRequest {
-        match ToolRequest::parse(name, args, |_| false) {
+        match ToolRequest::parse(name, args, crate::catalog::PinnedNames::NONE) {
             Some(Ok(r)) => r,
             other => panic!("{other:?}"),
         }
@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn a_usage_error_says_the_client_can_fix_it() {
-        let Some(Err(e)) = ToolRequest::parse(SEARCH, json!({"query": 3}), |_| false) else {
+        let Some(Err(e)) = ToolRequest::parse(SEARCH, json!({"query": 3}), crate::catalog::PinnedNames::NONE) else {
             panic!("a usage error")
         };
         let outcome = ToolOutcome::Usage(e);
@@ -342,7 +342,7 @@ mod tests {
             text.ends_with("Retry later."),
             "the advice survives a long error: {text}"
         );
-        let Some(Err(e)) = ToolRequest::parse(SEARCH, json!({"query": 3}), |_| false) else {
+        let Some(Err(e)) = ToolRequest::parse(SEARCH, json!({"query": 3}), crate::catalog::PinnedNames::NONE) else {
             panic!("a usage error")
         };
         let text = error_text(&ToolOutcome::Usage(e).into_result());

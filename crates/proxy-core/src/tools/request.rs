@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::definitions::{CALL, DEFAULT_LIMIT, DESCRIBE, MAX_DESCRIBE, MAX_LIMIT, MAX_QUERIES, REFRESH, SEARCH};
 use super::names::check_name;
+use crate::catalog::PinnedNames;
 use tool_search::MAX_QUERY_CHARS;
 
 /// Which tool a request is for: one of the four, or a pinned upstream tool called by its own
@@ -26,13 +27,13 @@ pub enum ToolKind {
 
 impl ToolKind {
     /// The kind of a `tools/call` of `name`; `None` when this server has no such tool.
-    pub fn of(name: &str, is_pinned: impl FnOnce(&str) -> bool) -> Option<ToolKind> {
+    pub fn of(name: &str, pinned: PinnedNames<'_>) -> Option<ToolKind> {
         Some(match name {
             SEARCH => ToolKind::Search,
             DESCRIBE => ToolKind::Describe,
             CALL => ToolKind::Call,
             REFRESH => ToolKind::Refresh,
-            other if is_pinned(other) => ToolKind::Pinned,
+            other if pinned.contains(other) => ToolKind::Pinned,
             _ => return None,
         })
     }
@@ -102,14 +103,11 @@ impl std::fmt::Display for UsageError {
 }
 
 impl ToolRequest {
-    /// Parses a `tools/call` of `name` with its `arguments` (`null` when absent). `None`: this
-    /// server has no tool of that name (neither one of the four nor a pinned tool).
-    pub fn parse(
-        name: &str,
-        arguments: Value,
-        is_pinned: impl FnOnce(&str) -> bool,
-    ) -> Option<Result<ToolRequest, UsageError>> {
-        let kind = ToolKind::of(name, is_pinned)?;
+    /// Parses a `tools/call` of `name` with its `arguments` (`null` when absent), against the
+    /// snapshot's `pinned` tool names. `None`: this server has no tool of that name (neither
+    /// one of the four nor a pinned tool).
+    pub fn parse(name: &str, arguments: Value, pinned: PinnedNames<'_>) -> Option<Result<ToolRequest, UsageError>> {
+        let kind = ToolKind::of(name, pinned)?;
         let args = match arguments {
             Value::Null => Map::new(),
             Value::Object(m) => m,
@@ -245,8 +243,27 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A snapshot whose one tool, `pinned_tool`, is pinned.
+    fn pinned_snapshot() -> crate::catalog::Snapshot {
+        let tool: mcp_wire::types::Tool = serde_json::from_value(json!({"name": "pinned_tool"})).unwrap();
+        crate::catalog::Snapshot::build(
+            vec![crate::catalog::UpstreamState {
+                label: "up".into(),
+                url: "u".into(),
+                tools: vec![std::sync::Arc::new(tool)],
+                ..Default::default()
+            }],
+            1,
+            &crate::policy::Policy {
+                pinned: vec!["pinned_tool".into()],
+                ..Default::default()
+            },
+        )
+    }
+
     fn parse(name: &str, args: Value) -> Option<Result<ToolRequest, UsageError>> {
-        ToolRequest::parse(name, args, |n| n == "pinned_tool")
+        thread_local!(static SNAP: crate::catalog::Snapshot = pinned_snapshot());
+        SNAP.with(|snap| ToolRequest::parse(name, args, snap.pinned_names()))
     }
 
     fn usage(name: &str, args: Value) -> UsageError {
