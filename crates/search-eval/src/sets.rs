@@ -2,7 +2,7 @@
 //! [`crate::eval::visible_sets`]) and this project's own training sets (`data/*.json`,
 //! [`load_own_set`]), each as its catalog's tools and its queries.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use tool_search::catalog_file::{load_catalog, load_catalog_path};
@@ -17,6 +17,24 @@ pub struct LoadedSet {
     pub name: String,
     pub tools: Vec<CatalogTool>,
     pub queries: Vec<EvalQuery>,
+}
+
+/// Where the visible sets and the sentence model are: the arguments `train` and
+/// `train-encoder` share.
+#[derive(clap::Args, Debug, Default)]
+pub struct SetInputs {
+    /// The folder of evaluation sets (as `--all-visible`).
+    #[arg(long, default_value = "../shared/bench/eval")]
+    pub eval_dir: PathBuf,
+    /// Where `deployment.json` is, the catalog of sets without their own.
+    #[arg(long, default_value = "../shared/bench/catalogs")]
+    pub catalogs_dir: PathBuf,
+    /// The sentence model (as `EMBED_MODEL`): its tool vectors are the frozen targets.
+    #[arg(long)]
+    pub embed_model: PathBuf,
+    /// Where tool and query vectors are kept between runs.
+    #[arg(long, default_value = "target/vector-cache")]
+    pub vector_cache: PathBuf,
 }
 
 /// Every visible set of `eval_dir` (in name order), loaded.

@@ -39,7 +39,7 @@ use tool_search::fusion::{
 use tool_search::{Index, Semantic};
 
 use crate::eval::interleave;
-use crate::sets::{load_own_set, load_visible, LoadedSet};
+use crate::sets::{load_own_set, load_visible, LoadedSet, SetInputs};
 use crate::train_encoder::LICENSED_SETS;
 use crate::vectors::{EvalEmbedder, SetEmbedders};
 use embed::QueryDeltaChoice;
@@ -47,18 +47,8 @@ use embed::QueryDeltaChoice;
 /// Fit the hybrid search's fusion model on the visible sets (leave-one-set-out report).
 #[derive(clap::Args, Debug)]
 pub struct TrainArgs {
-    /// The folder of evaluation sets (as `--all-visible`).
-    #[arg(long, default_value = "../shared/bench/eval")]
-    pub eval_dir: PathBuf,
-    /// Where `deployment.json` is, the catalog of sets without their own.
-    #[arg(long, default_value = "../shared/bench/catalogs")]
-    pub catalogs_dir: PathBuf,
-    /// The sentence model (as `EMBED_MODEL`).
-    #[arg(long)]
-    pub embed_model: PathBuf,
-    /// Where tool and query vectors are kept between runs.
-    #[arg(long, default_value = "target/vector-cache")]
-    pub vector_cache: PathBuf,
+    #[command(flatten)]
+    pub inputs: SetInputs,
     /// Ranking depth the metrics are taken at (the service's default limit).
     #[arg(long, default_value_t = 10)]
     pub limit: usize,
@@ -263,7 +253,7 @@ impl TrainArgs {
             let args: Vec<String> = std::env::args().skip(1).collect();
             model.provenance = serde_json::json!({
                 "command": format!("search-eval {}", args.join(" ")),
-                "model": self.embed_model.file_name().map(|n| n.to_string_lossy().into_owned()),
+                "model": self.inputs.embed_model.file_name().map(|n| n.to_string_lossy().into_owned()),
                 "held_out": sets.iter().zip(&loso).map(|(s, h)| serde_json::json!({
                     "set": s.name, "r1": round3(h.r1), "r5": round3(h.r5), "mrr": round3(h.mrr),
                 })).collect::<Vec<_>>(),
@@ -304,10 +294,15 @@ impl TrainArgs {
             ));
         }
         let default = self.query_delta.clone().unwrap_or_else(QueryDeltaChoice::from_env);
-        let mut embedders = SetEmbedders::open(&self.embed_model, &self.vector_cache, &default, &self.query_delta_for)?;
-        let mut sets = load_visible(&self.eval_dir, &self.catalogs_dir)?;
+        let mut embedders = SetEmbedders::open(
+            &self.inputs.embed_model,
+            &self.inputs.vector_cache,
+            &default,
+            &self.query_delta_for,
+        )?;
+        let mut sets = load_visible(&self.inputs.eval_dir, &self.inputs.catalogs_dir)?;
         for file in &self.own_sets {
-            sets.push(load_own_set(file, &self.catalogs_dir)?);
+            sets.push(load_own_set(file, &self.inputs.catalogs_dir)?);
         }
         let mut out = Vec::new();
         for set in sets {
@@ -927,10 +922,7 @@ mod tests {
     #[test]
     fn dropping_a_feature_or_a_signal_drops_its_terms() {
         let args = |drop: &[&str]| TrainArgs {
-            eval_dir: PathBuf::new(),
-            catalogs_dir: PathBuf::new(),
-            embed_model: PathBuf::new(),
-            vector_cache: PathBuf::new(),
+            inputs: SetInputs::default(),
             limit: 10,
             drop: drop.iter().map(|s| s.to_string()).collect(),
             ablate: false,

@@ -32,7 +32,7 @@ use tool_search::model::CatalogTool;
 use tool_search::semantic::query_text;
 
 use crate::eval::{load_query_file, visible_sets};
-use crate::sets::{load_own_set, LoadedSet};
+use crate::sets::{load_own_set, LoadedSet, SetInputs};
 use crate::tune::{self, Catalog, Example, Settings};
 use crate::vectors::{EvalEmbedder, QUERY_MAX_TOKENS};
 
@@ -57,18 +57,8 @@ const BFCL_FILES: [&str; 10] = [
 
 #[derive(clap::Args, Debug)]
 pub struct TrainEncoderArgs {
-    /// The folder of evaluation sets (as `--all-visible`).
-    #[arg(long, default_value = "../shared/bench/eval")]
-    pub eval_dir: PathBuf,
-    /// Where `deployment.json` is, the catalog of sets without their own.
-    #[arg(long, default_value = "../shared/bench/catalogs")]
-    pub catalogs_dir: PathBuf,
-    /// The sentence model (as `EMBED_MODEL`): its tool vectors are the frozen targets.
-    #[arg(long)]
-    pub embed_model: PathBuf,
-    /// Where tool vectors are kept between runs.
-    #[arg(long, default_value = "target/vector-cache")]
-    pub vector_cache: PathBuf,
+    #[command(flatten)]
+    pub inputs: SetInputs,
     /// Sets whose requests train the delta, comma-separated (only licensed ones).
     #[arg(
         long,
@@ -188,7 +178,7 @@ impl TrainEncoderArgs {
 
     fn try_run(&self) -> Result<(), String> {
         self.check_sets()?;
-        let mut embedder = EvalEmbedder::open_base(&self.embed_model, &self.vector_cache)?;
+        let mut embedder = EvalEmbedder::open_base(&self.inputs.embed_model, &self.inputs.vector_cache)?;
         let data = self.gather(&mut embedder)?;
         let spec = LoraSpec {
             rank: self.rank,
@@ -198,7 +188,7 @@ impl TrainEncoderArgs {
             seed: self.seed,
             b_std: 0.0,
         };
-        let encoder = TrainableEncoder::load(&self.embed_model, &spec).map_err(|e| e.to_string())?;
+        let encoder = TrainableEncoder::load(&self.inputs.embed_model, &spec).map_err(|e| e.to_string())?;
         println!(
             "{} requests, LoRA rank {} alpha {} on {} numbers; {} epochs of batches of {}",
             data.examples.len(),
@@ -250,7 +240,7 @@ impl TrainEncoderArgs {
         let args: Vec<String> = std::env::args().skip(1).collect();
         let provenance = json!({
             "command": format!("search-eval {}", args.join(" ")),
-            "model": self.embed_model.file_name().map(|n| n.to_string_lossy().into_owned()),
+            "model": self.inputs.embed_model.file_name().map(|n| n.to_string_lossy().into_owned()),
             "data": data.catalogs.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
             "held_out": self.hold_out,
             "seed": self.seed,
@@ -294,7 +284,7 @@ impl TrainEncoderArgs {
     fn gather(&self, embedder: &mut EvalEmbedder) -> Result<Gathered, String> {
         let mut sources = Vec::new();
         let mut held = Vec::new();
-        for (name, catalog, queries) in visible_sets(&self.eval_dir, &self.catalogs_dir)? {
+        for (name, catalog, queries) in visible_sets(&self.inputs.eval_dir, &self.inputs.catalogs_dir)? {
             let train = self.train_sets.contains(&name);
             if !train && !self.hold_out.contains(&name) {
                 continue;
@@ -310,11 +300,16 @@ impl TrainEncoderArgs {
         }
         for wanted in self.train_sets.iter().chain(&self.hold_out) {
             if !sources.iter().chain(&held).any(|s| &s.name == wanted) {
-                return Err(format!("no set `{wanted}` in {}", self.eval_dir.display()));
+                return Err(format!("no set `{wanted}` in {}", self.inputs.eval_dir.display()));
             }
         }
         for file in &self.own_sets {
-            sources.push(own_set_source(embedder, file, &self.catalogs_dir, self.max_tokens)?);
+            sources.push(own_set_source(
+                embedder,
+                file,
+                &self.inputs.catalogs_dir,
+                self.max_tokens,
+            )?);
         }
         if let Some(dir) = &self.bfcl {
             sources.push(bfcl_source(embedder, dir, self.max_tokens)?);
@@ -353,7 +348,7 @@ impl TrainEncoderArgs {
         encoder: &TrainableEncoder,
     ) -> Result<BTreeMap<String, (f64, f64)>, String> {
         let mut all = Gathered::default();
-        for (name, catalog, queries) in visible_sets(&self.eval_dir, &self.catalogs_dir)? {
+        for (name, catalog, queries) in visible_sets(&self.inputs.eval_dir, &self.inputs.catalogs_dir)? {
             all.add(
                 set_source(embedder, &name, &catalog, &queries, QUERY_MAX_TOKENS)?,
                 false,
@@ -694,10 +689,7 @@ mod tests {
     #[test]
     fn only_licensed_sets_may_train() {
         let args = |train: &[&str], hold: &[&str]| TrainEncoderArgs {
-            eval_dir: PathBuf::new(),
-            catalogs_dir: PathBuf::new(),
-            embed_model: PathBuf::new(),
-            vector_cache: PathBuf::new(),
+            inputs: SetInputs::default(),
             train_sets: train.iter().map(|s| s.to_string()).collect(),
             hold_out: hold.iter().map(|s| s.to_string()).collect(),
             bfcl: None,
