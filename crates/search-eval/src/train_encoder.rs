@@ -502,79 +502,8 @@ fn examples_of(embedder: &mut EvalEmbedder, set: LoadedSet, max_tokens: usize) -
 /// call, over every function of the files read as one catalog; a function is known by its name
 /// and description, and every function of a gold name is that name's group.
 fn bfcl_source(embedder: &mut EvalEmbedder, dir: &Path, max_tokens: usize) -> Result<Source, String> {
-    let read_lines = |path: PathBuf| -> Result<Vec<Value>, String> {
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        text.lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).map_err(|e| format!("{}: {e}", path.display())))
-            .collect()
-    };
-    let mut functions: Vec<Value> = Vec::new();
-    let mut key_of: HashMap<(String, String), usize> = HashMap::new();
-    let mut questions: Vec<(String, Vec<String>)> = Vec::new();
-    for file in BFCL_FILES {
-        let answers: HashMap<String, Vec<String>> = read_lines(dir.join("possible_answer").join(file))?
-            .into_iter()
-            .filter_map(|a| {
-                let id = a.get("id")?.as_str()?.to_owned();
-                let names = a
-                    .get("ground_truth")?
-                    .as_array()?
-                    .iter()
-                    .filter_map(|call| call.as_object()?.keys().next().cloned())
-                    .collect();
-                Some((id, names))
-            })
-            .collect();
-        for q in read_lines(dir.join(file))? {
-            let Some(id) = q.get("id").and_then(Value::as_str) else {
-                continue;
-            };
-            let Some(gold) = answers.get(id) else { continue };
-            let text = q
-                .pointer("/question/0")
-                .and_then(Value::as_array)
-                .and_then(|turn| {
-                    turn.iter()
-                        .rev()
-                        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-                })
-                .and_then(|m| m.get("content")?.as_str())
-                .unwrap_or_default();
-            if text.trim().is_empty() || gold.is_empty() {
-                continue;
-            }
-            for f in q.get("function").and_then(Value::as_array).into_iter().flatten() {
-                let name = f.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-                let description = f
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                key_of.entry((name.clone(), description.clone())).or_insert_with(|| {
-                    let mut schema = f.get("parameters").cloned().unwrap_or_else(|| json!({}));
-                    if schema.get("type").and_then(Value::as_str) == Some("dict") {
-                        schema["type"] = json!("object");
-                    }
-                    functions.push(json!({"name": name, "description": description, "inputSchema": schema}));
-                    functions.len() - 1
-                });
-            }
-            questions.push((text.to_owned(), gold.clone()));
-        }
-    }
-    // a flat catalog needs unique names: the n-th function of a name gets `#n`
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    let mut base_names = Vec::with_capacity(functions.len());
-    for f in &mut functions {
-        let name = f["name"].as_str().unwrap_or_default().to_owned();
-        let n = seen.entry(name.clone()).or_default();
-        *n += 1;
-        if *n > 1 {
-            f["name"] = json!(format!("{name}#{n}"));
-        }
-        base_names.push(name);
-    }
+    let (mut functions, questions) = read_bfcl(dir)?;
+    let base_names = unique_names(&mut functions);
     let tools = load_catalog(&json!({ "tools": functions }).to_string()).map_err(|e| format!("bfcl: {e}"))?;
     let catalog = catalog_of(embedder, "bfcl", &tools)?;
     let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -607,6 +536,104 @@ fn bfcl_source(embedder: &mut EvalEmbedder, dir: &Path, max_tokens: usize) -> Re
         catalog,
         examples,
     })
+}
+
+/// A request and the names of the functions that answer it.
+type GoldRequest = (String, Vec<String>);
+
+/// BFCL's functions (as MCP tool definitions, each (name, description) once) and its
+/// questions with the names of the functions their answers call.
+fn read_bfcl(dir: &Path) -> Result<(Vec<Value>, Vec<GoldRequest>), String> {
+    let mut functions: Vec<Value> = Vec::new();
+    let mut key_of: HashMap<(String, String), usize> = HashMap::new();
+    let mut questions: Vec<GoldRequest> = Vec::new();
+    for file in BFCL_FILES {
+        let answers = bfcl_answers(&dir.join("possible_answer").join(file))?;
+        for q in read_json_lines(&dir.join(file))? {
+            let Some(id) = q.get("id").and_then(Value::as_str) else {
+                continue;
+            };
+            let Some(gold) = answers.get(id) else { continue };
+            let text = bfcl_question_text(&q);
+            if text.trim().is_empty() || gold.is_empty() {
+                continue;
+            }
+            for f in q.get("function").and_then(Value::as_array).into_iter().flatten() {
+                let name = f.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let description = f
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                key_of.entry((name.clone(), description.clone())).or_insert_with(|| {
+                    let mut schema = f.get("parameters").cloned().unwrap_or_else(|| json!({}));
+                    if schema.get("type").and_then(Value::as_str) == Some("dict") {
+                        schema["type"] = json!("object");
+                    }
+                    functions.push(json!({"name": name, "description": description, "inputSchema": schema}));
+                    functions.len() - 1
+                });
+            }
+            questions.push((text.to_owned(), gold.clone()));
+        }
+    }
+    Ok((functions, questions))
+}
+
+/// A JSON-lines file's objects.
+fn read_json_lines(path: &Path) -> Result<Vec<Value>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).map_err(|e| format!("{}: {e}", path.display())))
+        .collect()
+}
+
+/// A BFCL answer file: each question's id → the names of the functions its answer calls.
+fn bfcl_answers(path: &Path) -> Result<HashMap<String, Vec<String>>, String> {
+    Ok(read_json_lines(path)?
+        .into_iter()
+        .filter_map(|a| {
+            let id = a.get("id")?.as_str()?.to_owned();
+            let names = a
+                .get("ground_truth")?
+                .as_array()?
+                .iter()
+                .filter_map(|call| call.as_object()?.keys().next().cloned())
+                .collect();
+            Some((id, names))
+        })
+        .collect())
+}
+
+/// A BFCL question's request: the last user message of its first turn.
+fn bfcl_question_text(q: &Value) -> &str {
+    q.pointer("/question/0")
+        .and_then(Value::as_array)
+        .and_then(|turn| {
+            turn.iter()
+                .rev()
+                .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        })
+        .and_then(|m| m.get("content")?.as_str())
+        .unwrap_or_default()
+}
+
+/// A flat catalog needs unique names: the n-th function of a name gets `#n`. Returns each
+/// function's name as it was.
+fn unique_names(functions: &mut [Value]) -> Vec<String> {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut base_names = Vec::with_capacity(functions.len());
+    for f in functions {
+        let name = f["name"].as_str().unwrap_or_default().to_owned();
+        let n = seen.entry(name.clone()).or_default();
+        *n += 1;
+        if *n > 1 {
+            f["name"] = json!(format!("{name}#{n}"));
+        }
+        base_names.push(name);
+    }
+    base_names
 }
 
 /// The first sentence of a description (at most 30 words), or `None` when it has fewer than
@@ -685,6 +712,47 @@ fn self_supervised_source(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bfcl_is_read_as_functions_and_their_questions() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("possible_answer")).unwrap();
+        let f = |name: &str, d: &str| json!({"name": name, "description": d, "parameters": {"type": "dict"}});
+        let q1 = json!({"id": "a", "question": [[{"role": "user", "content": "weather in Rome"}]],
+            "function": [f("get_weather", "Weather now"), f("calc", "Adds")]});
+        let q2 = json!({"id": "b", "question": [[{"role": "system", "content": "x"}, {"role": "user", "content": "add 2 and 3"}]],
+            "function": [f("calc", "Adds"), f("calc", "Multiplies")]});
+        let q3 =
+            json!({"id": "c", "question": [[{"role": "user", "content": "no answer"}]], "function": [f("lost", "L")]});
+        let lines = |v: &[Value]| v.iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
+        let file = BFCL_FILES[0];
+        std::fs::write(dir.path().join(file), lines(&[q1, q2, q3])).unwrap();
+        let answers = [
+            json!({"id": "a", "ground_truth": [{"get_weather": {}}]}),
+            json!({"id": "b", "ground_truth": [{"calc": {}}]}),
+        ];
+        std::fs::write(dir.path().join("possible_answer").join(file), lines(&answers)).unwrap();
+        // the other files are absent: read them from an empty set of lines
+        for other in &BFCL_FILES[1..] {
+            std::fs::write(dir.path().join(other), "").unwrap();
+            std::fs::write(dir.path().join("possible_answer").join(other), "").unwrap();
+        }
+        let (mut functions, questions) = read_bfcl(dir.path()).unwrap();
+        assert_eq!(
+            questions,
+            vec![
+                ("weather in Rome".to_owned(), vec!["get_weather".to_owned()]),
+                ("add 2 and 3".to_owned(), vec!["calc".to_owned()])
+            ]
+        );
+        // each (name, description) once; `dict` read as `object`
+        assert_eq!(functions.len(), 3);
+        assert_eq!(functions[0]["inputSchema"]["type"], "object");
+        let base = unique_names(&mut functions);
+        assert_eq!(base, ["get_weather", "calc", "calc"]);
+        let names: Vec<&str> = functions.iter().map(|f| f["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["get_weather", "calc", "calc#2"]);
+    }
 
     #[test]
     fn only_licensed_sets_may_train() {
