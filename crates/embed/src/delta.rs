@@ -139,6 +139,92 @@ impl std::fmt::Display for DeltaError {
 
 impl std::error::Error for DeltaError {}
 
+/// A delta file's metadata, checked.
+struct Header {
+    rank: usize,
+    scale: f32,
+    base: String,
+    provenance: serde_json::Value,
+}
+
+impl Header {
+    fn read(bytes: &[u8]) -> Result<Self, DeltaError> {
+        let (_, header) = safetensors::SafeTensors::read_metadata(bytes)
+            .map_err(|e| DeltaError::Refused(format!("not a safetensors file: {e}")))?;
+        let meta = header.metadata().clone().unwrap_or_default();
+        let field = |name: &str| {
+            meta.get(name)
+                .map(String::as_str)
+                .ok_or_else(|| DeltaError::Refused(format!("metadata field `{name}` is missing")))
+        };
+        if field("format")? != FORMAT {
+            return refuse(format!("format `{}`, expected `{FORMAT}`", field("format")?));
+        }
+        let rank: usize = field("rank")?
+            .parse()
+            .map_err(|_| DeltaError::Refused("metadata `rank` is not a whole number".into()))?;
+        if rank == 0 || rank > MAX_RANK {
+            return refuse(format!("rank {rank} is outside 1..={MAX_RANK}"));
+        }
+        let scale: f32 = field("scale")?
+            .parse()
+            .map_err(|_| DeltaError::Refused("metadata `scale` is not a number".into()))?;
+        if !scale.is_finite() {
+            return refuse("metadata `scale` is not finite");
+        }
+        let base = field("base")?.to_owned();
+        if base.is_empty() || base.len() > 128 || !base.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return refuse("metadata `base` is not a model digest");
+        }
+        let provenance: serde_json::Value = serde_json::from_str(field("provenance")?)
+            .map_err(|e| DeltaError::Refused(format!("metadata `provenance` is not JSON: {e}")))?;
+        Ok(Self {
+            rank,
+            scale,
+            base,
+            provenance,
+        })
+    }
+}
+
+/// One tensor of a delta file: the base weight it changes, whether it is the pair's `A`, and
+/// its values (checked: a matrix, f32 or f16, finite).
+fn read_half<'a>(
+    name: &'a str,
+    view: &safetensors::tensor::TensorView<'_>,
+) -> Result<(&'a str, bool, Vec<f32>), DeltaError> {
+    let (base_name, is_a) = if let Some(b) = name.strip_suffix(".lora_a") {
+        (b, true)
+    } else if let Some(b) = name.strip_suffix(".lora_b") {
+        (b, false)
+    } else {
+        return refuse(format!("tensor `{name}` is neither a `.lora_a` nor a `.lora_b`"));
+    };
+    if !is_linear_weight(base_name) {
+        return refuse(format!("tensor `{name}` names no linear layer of an encoder layer"));
+    }
+    let values: Vec<f32> = match view.dtype() {
+        safetensors::Dtype::F32 => view
+            .data()
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
+        safetensors::Dtype::F16 => view
+            .data()
+            .chunks_exact(2)
+            .map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32())
+            .collect(),
+        other => return refuse(format!("tensor `{name}` is {other:?}; f32 or f16 expected")),
+    };
+    if values.iter().any(|v| !v.is_finite()) {
+        return refuse(format!("tensor `{name}` holds a value that is not finite"));
+    }
+    if view.shape().len() != 2 {
+        return refuse(format!("tensor `{name}` is not a matrix"));
+    }
+    Ok((base_name, is_a, values))
+}
+
 fn refuse<T>(message: impl Into<String>) -> Result<T, DeltaError> {
     Err(DeltaError::Refused(message.into()))
 }
@@ -256,69 +342,18 @@ impl QueryDelta {
         }
         let file = safetensors::SafeTensors::deserialize(bytes)
             .map_err(|e| DeltaError::Refused(format!("not a safetensors file: {e}")))?;
-        let (_, header) = safetensors::SafeTensors::read_metadata(bytes)
-            .map_err(|e| DeltaError::Refused(format!("not a safetensors file: {e}")))?;
-        let meta = header.metadata().clone().unwrap_or_default();
-        let field = |name: &str| {
-            meta.get(name)
-                .map(String::as_str)
-                .ok_or_else(|| DeltaError::Refused(format!("metadata field `{name}` is missing")))
-        };
-        if field("format")? != FORMAT {
-            return refuse(format!("format `{}`, expected `{FORMAT}`", field("format")?));
-        }
-        let rank: usize = field("rank")?
-            .parse()
-            .map_err(|_| DeltaError::Refused("metadata `rank` is not a whole number".into()))?;
-        if rank == 0 || rank > MAX_RANK {
-            return refuse(format!("rank {rank} is outside 1..={MAX_RANK}"));
-        }
-        let scale: f32 = field("scale")?
-            .parse()
-            .map_err(|_| DeltaError::Refused("metadata `scale` is not a number".into()))?;
-        if !scale.is_finite() {
-            return refuse("metadata `scale` is not finite");
-        }
-        let base = field("base")?.to_owned();
-        if base.is_empty() || base.len() > 128 || !base.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return refuse("metadata `base` is not a model digest");
-        }
-        let provenance: serde_json::Value = serde_json::from_str(field("provenance")?)
-            .map_err(|e| DeltaError::Refused(format!("metadata `provenance` is not JSON: {e}")))?;
+        let Header {
+            rank,
+            scale,
+            base,
+            provenance,
+        } = Header::read(bytes)?;
 
         // base name → (A, B), each its values and shape
         type Half = Option<(Vec<f32>, Vec<usize>)>;
         let mut halves: HashMap<String, (Half, Half)> = HashMap::new();
         for (name, view) in file.tensors() {
-            let (base_name, is_a) = if let Some(b) = name.strip_suffix(".lora_a") {
-                (b, true)
-            } else if let Some(b) = name.strip_suffix(".lora_b") {
-                (b, false)
-            } else {
-                return refuse(format!("tensor `{name}` is neither a `.lora_a` nor a `.lora_b`"));
-            };
-            if !is_linear_weight(base_name) {
-                return refuse(format!("tensor `{name}` names no linear layer of an encoder layer"));
-            }
-            let values: Vec<f32> = match view.dtype() {
-                safetensors::Dtype::F32 => view
-                    .data()
-                    .chunks_exact(4)
-                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                    .collect(),
-                safetensors::Dtype::F16 => view
-                    .data()
-                    .chunks_exact(2)
-                    .map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32())
-                    .collect(),
-                other => return refuse(format!("tensor `{name}` is {other:?}; f32 or f16 expected")),
-            };
-            if values.iter().any(|v| !v.is_finite()) {
-                return refuse(format!("tensor `{name}` holds a value that is not finite"));
-            }
-            if view.shape().len() != 2 {
-                return refuse(format!("tensor `{name}` is not a matrix"));
-            }
+            let (base_name, is_a, values) = read_half(&name, &view)?;
             let entry = halves.entry(base_name.to_owned()).or_default();
             let slot = if is_a { &mut entry.0 } else { &mut entry.1 };
             *slot = Some((values, view.shape().to_vec()));
