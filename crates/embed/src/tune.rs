@@ -191,6 +191,23 @@ impl TrainableEncoder {
         })
     }
 
+    /// Whether the model is one this encoder runs (a BERT with GELU and absolute positions)
+    /// and `spec` asks for pairs it can hold; a part that is no linear layer is an error.
+    fn fits(config: &Config, spec: &LoraSpec) -> Result<bool> {
+        if config.hidden_act != HiddenAct::Gelu
+            || config.position_embedding_type != PositionEmbeddingType::Absolute
+            || config.num_attention_heads == 0
+            || config.hidden_size % config.num_attention_heads != 0
+            || spec.rank == 0
+        {
+            return Ok(false);
+        }
+        if let Some(bad) = spec.parts.iter().find(|p| !LINEAR_PARTS.contains(&p.as_str())) {
+            candle_core::bail!("no linear layer part `{bad}` (the parts: {})", LINEAR_PARTS.join(", "));
+        }
+        Ok(true)
+    }
+
     /// The encoder over `tensors` (a BERT's, named as [`crate::encoder::Encoder::build`] reads
     /// them) in `dtype` (f32; f64 for the gradient check), with the pairs `spec` names. `None`
     /// when a tensor is missing or the model is not a plain BERT.
@@ -200,16 +217,8 @@ impl TrainableEncoder {
         spec: &LoraSpec,
         dtype: DType,
     ) -> Result<Option<Self>> {
-        if config.hidden_act != HiddenAct::Gelu
-            || config.position_embedding_type != PositionEmbeddingType::Absolute
-            || config.num_attention_heads == 0
-            || config.hidden_size % config.num_attention_heads != 0
-            || spec.rank == 0
-        {
+        if !Self::fits(config, spec)? {
             return Ok(None);
-        }
-        if let Some(bad) = spec.parts.iter().find(|p| !LINEAR_PARTS.contains(&p.as_str())) {
-            candle_core::bail!("no linear layer part `{bad}` (the parts: {})", LINEAR_PARTS.join(", "));
         }
         let prefix = if tensors.contains_key("embeddings.word_embeddings.weight") {
             ""
@@ -223,14 +232,12 @@ impl TrainableEncoder {
                 .transpose()
         };
         let norm = |name: &str| -> Result<Option<Norm>> {
-            Ok(match (get(&format!("{name}.weight"))?, get(&format!("{name}.bias"))?) {
-                (Some(weight), Some(bias)) => Some(Norm {
-                    weight,
-                    bias,
-                    eps: config.layer_norm_eps,
-                }),
-                _ => None,
-            })
+            let (weight, bias) = (get(&format!("{name}.weight"))?, get(&format!("{name}.bias"))?);
+            Ok(weight.zip(bias).map(|(weight, bias)| Norm {
+                weight,
+                bias,
+                eps: config.layer_norm_eps,
+            }))
         };
         let mut random = SplitMix(spec.seed);
         let mut linear = |layer: usize, part: &str| -> Result<Option<Linear>> {
@@ -243,19 +250,9 @@ impl TrainableEncoder {
             };
             let wanted = (spec.layers.is_empty() || spec.layers.contains(&layer))
                 && (spec.parts.is_empty() || spec.parts.iter().any(|p| p == part));
-            let pair = if wanted {
-                let (outer, inner) = weight.dims2()?;
-                let bound = 1.0 / (inner as f64).sqrt();
-                let a: Vec<f64> = (0..spec.rank * inner)
-                    .map(|_| (2.0 * random.unit() - 1.0) * bound)
-                    .collect();
-                let b: Vec<f64> = (0..outer * spec.rank).map(|_| random.normal() * spec.b_std).collect();
-                let a = Tensor::from_vec(a, (spec.rank, inner), &Device::Cpu)?.to_dtype(dtype)?;
-                let b = Tensor::from_vec(b, (outer, spec.rank), &Device::Cpu)?.to_dtype(dtype)?;
-                Some((Var::from_tensor(&a)?, Var::from_tensor(&b)?))
-            } else {
-                None
-            };
+            let pair = wanted
+                .then(|| initial_pair(&weight, spec, &mut random, dtype))
+                .transpose()?;
             Ok(Some(Linear {
                 name: format!("encoder.layer.{layer}.{part}"),
                 weight,
@@ -493,6 +490,20 @@ pub fn tiny_bert(vocabulary: usize, seed: u64) -> (HashMap<String, Tensor>, Conf
         }
     }
     (t, config)
+}
+
+/// A pair's starting values: `A` uniform in ±1/√inner (as a linear layer's weights start), `B`
+/// normal with `spec.b_std` (0 by default, so training starts from the model itself).
+fn initial_pair(weight: &Tensor, spec: &LoraSpec, random: &mut SplitMix, dtype: DType) -> Result<(Var, Var)> {
+    let (outer, inner) = weight.dims2()?;
+    let bound = 1.0 / (inner as f64).sqrt();
+    let a: Vec<f64> = (0..spec.rank * inner)
+        .map(|_| (2.0 * random.unit() - 1.0) * bound)
+        .collect();
+    let b: Vec<f64> = (0..outer * spec.rank).map(|_| random.normal() * spec.b_std).collect();
+    let a = Tensor::from_vec(a, (spec.rank, inner), &Device::Cpu)?.to_dtype(dtype)?;
+    let b = Tensor::from_vec(b, (outer, spec.rank), &Device::Cpu)?.to_dtype(dtype)?;
+    Ok((Var::from_tensor(&a)?, Var::from_tensor(&b)?))
 }
 
 #[cfg(test)]
