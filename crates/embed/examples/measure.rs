@@ -4,11 +4,12 @@
 //! `cargo run --release -p embed --example measure -- CATALOG.json [QUERIES.json] [MAX_TOOLS]`
 //!
 //! Threads: `RAYON_NUM_THREADS` (default: all cores); `CANDLE_NUM_THREADS` is 1 unless set, as in
-//! the binary.
+//! the binary. The query delta as the service chooses it (`EMBED_QUERY_DELTA`: the built-in one
+//! unless `none` or a file).
 
 use std::time::Instant;
 
-use embed::{default_model_dir, Embedder};
+use embed::{default_model_dir, Embedder, QueryDeltaChoice};
 
 /// Resident set size of this process in KiB (Linux), 0 elsewhere.
 fn rss_kib() -> u64 {
@@ -42,11 +43,12 @@ fn main() {
 
     let rss_before = rss_kib();
     let t = Instant::now();
-    let e = Embedder::load(default_model_dir()).expect("model loads");
+    let e = Embedder::load_choosing(default_model_dir(), &QueryDeltaChoice::from_env()).expect("model loads");
     let load = t.elapsed();
     let rss_after = rss_kib();
     println!(
-        "load: {:.0} ms; RSS {} MiB before, {} MiB after load (+{} MiB)",
+        "load (query delta {}): {:.0} ms; RSS {} MiB before, {} MiB after load (+{} MiB)",
+        e.query_delta().unwrap_or("none"),
         load.as_secs_f64() * 1e3,
         rss_before / 1024,
         rss_after / 1024,
