@@ -12,6 +12,8 @@
 //! - [`args`]: argument repair and JSON Schema validation.
 //! - [`policy`]: `TOOLS_ALLOW` / `TOOLS_DENY` / `READ_ONLY` / `PINNED_TOOLS`.
 //! - [`redact`]: URLs as logs, reports and the manifest show them.
+//! - [`asking`]: the questions a tool asks its caller: one [`asking::Question`] and how it
+//!   ends, the era-pair translations, the bounds and the one owner of the question timeout.
 //! - [`request_state`]: the sealed `requestState` of a 2026-07-28 `mcp_call` that needs input.
 //!
 //! No actix and no network: the application service (`src/app.rs`), the HTTP layer and the
@@ -20,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 pub mod args;
+pub mod asking;
 pub mod catalog;
 pub mod policy;
 pub mod redact;
