@@ -56,11 +56,13 @@ use tokio::sync::watch;
 
 use mcp_wire::asks::Askable;
 use mcp_wire::trace::CallTrace;
+use proxy_actors::asking::Asker;
 use proxy_actors::catalog::{CatalogActor, Refresh, RefreshReason};
 use proxy_actors::embedding::{EmbedQueries, Phase, SemanticIndex, SemanticState};
-use proxy_actors::held::{HeldCalls, HeldLimits};
+use proxy_actors::held::HeldCalls;
 use proxy_actors::retrieval::{self, ClientKey, RetrievalTracker};
-use proxy_actors::upstream::{Asker, CancelToken, UpstreamActor};
+use proxy_actors::upstream::{CancelToken, UpstreamActor};
+use proxy_core::asking::{Limits, Timeouts, MAX_HELD_TOTAL};
 use proxy_core::catalog::Snapshot;
 use proxy_core::request_state::Sealer;
 use proxy_core::tools::{
@@ -100,7 +102,7 @@ pub struct App<P: Peers = Actors> {
     /// Calls held for 2026-07-28 clients between a question and its answers.
     held: Addr<HeldCalls<Held>>,
     /// How long a question waits for its answer (`ELICITATION_TIMEOUT_SEC`).
-    question_timeout: Duration,
+    timeouts: Timeouts,
 }
 
 /// What a call carries besides its request: where its notifications go, how it is cancelled,
@@ -154,9 +156,6 @@ pub struct Retry {
     pub state: Option<String>,
 }
 
-/// How many calls all client groups together may have held.
-const MAX_HELD_TOTAL: usize = 1024;
-
 impl App {
     /// Must run inside an actix `System` (it starts the retrieval tracker).
     pub fn new(
@@ -181,8 +180,8 @@ impl<P: Peers> App<P> {
         semantic: watch::Receiver<SemanticState>,
         asking: &crate::config::Asking,
     ) -> App<P> {
-        let held = HeldCalls::new(HeldLimits {
-            per_client: asking.max_pending,
+        let held = HeldCalls::new(Limits {
+            per_owner: asking.max_pending,
             total: MAX_HELD_TOTAL,
         });
         App {
@@ -193,13 +192,13 @@ impl<P: Peers> App<P> {
             semantic,
             sealer: Sealer::new(asking.state_secret.as_deref()),
             held: actix::Actor::start(held),
-            question_timeout: asking.timeout,
+            timeouts: Timeouts::new(asking.timeout),
         }
     }
 
     /// How long a tool's question waits for the client's answer.
-    pub fn question_timeout(&self) -> Duration {
-        self.question_timeout
+    pub fn timeouts(&self) -> Timeouts {
+        self.timeouts
     }
 
     /// The catalog's current snapshot.

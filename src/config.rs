@@ -61,7 +61,7 @@ pub const DEFAULT_LISTING_MAX_CHARS: usize = 6000;
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-pub const DEFAULT_ELICITATION_TIMEOUT: Duration = proxy_actors::upstream::ask::DEFAULT_QUESTION_TIMEOUT;
+pub const DEFAULT_ELICITATION_TIMEOUT: Duration = proxy_core::asking::DEFAULT_QUESTION_TIMEOUT;
 pub const DEFAULT_MAX_PENDING_QUESTIONS: usize = 16;
 /// Under the common 30-60 s idle timeouts of reverse proxies and load balancers.
 pub const DEFAULT_SSE_KEEPALIVE: Duration = Duration::from_secs(15);

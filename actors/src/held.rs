@@ -13,10 +13,10 @@
 //! They live in this process: a retry that reaches another instance finds nothing and is told
 //! so (the deployment docs say to keep a client on one instance).
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use actix::prelude::*;
+use proxy_core::asking::{Bounded, Limits};
 
 /// What a held item does when its time runs out, instead of being simply dropped (the
 /// default): e.g. tell the waiting questions they timed out, and end the call after a grace.
@@ -24,37 +24,16 @@ pub trait Expire: Sized {
     fn expire(self) {}
 }
 
-/// Held items per client and in all.
-#[derive(Debug, Clone, Copy)]
-pub struct HeldLimits {
-    pub per_client: usize,
-    pub total: usize,
-}
-
 pub struct HeldCalls<T: Expire + Unpin + 'static> {
-    items: HashMap<String, (String, T)>,
-    per_client: HashMap<String, usize>,
-    limits: HeldLimits,
+    /// Held items by id, bounded per client and in all.
+    items: Bounded<T>,
 }
 
 impl<T: Expire + Unpin + 'static> HeldCalls<T> {
-    pub fn new(limits: HeldLimits) -> Self {
+    pub fn new(limits: Limits) -> Self {
         HeldCalls {
-            items: HashMap::new(),
-            per_client: HashMap::new(),
-            limits,
+            items: Bounded::new(limits),
         }
-    }
-
-    fn remove(&mut self, id: &str) -> Option<T> {
-        let (client, item) = self.items.remove(id)?;
-        if let Some(n) = self.per_client.get_mut(&client) {
-            *n -= 1;
-            if *n == 0 {
-                self.per_client.remove(&client);
-            }
-        }
-        Some(item)
     }
 }
 
@@ -104,18 +83,18 @@ impl<T: Expire + Send + Unpin + 'static> Handler<Hold<T>> for HeldCalls<T> {
     type Result = MessageResult<Hold<T>>;
 
     fn handle(&mut self, msg: Hold<T>, ctx: &mut Self::Context) -> Self::Result {
-        let mine = self.per_client.get(&msg.client).copied().unwrap_or(0);
-        if mine >= self.limits.per_client || self.items.len() >= self.limits.total {
+        if !self.items.has_room(&msg.client) {
             return MessageResult(Err(msg.item));
         }
         let Some(id) = fresh_id() else {
             return MessageResult(Err(msg.item));
         };
-        *self.per_client.entry(msg.client.clone()).or_insert(0) += 1;
-        self.items.insert(id.clone(), (msg.client, msg.item));
+        if let Err(item) = self.items.insert(msg.client, id.clone(), msg.item) {
+            return MessageResult(Err(item));
+        }
         let expiring = id.clone();
         ctx.run_later(msg.ttl, move |this, _| {
-            if let Some(item) = this.remove(&expiring) {
+            if let Some(item) = this.items.remove(&expiring) {
                 log::info!(ttl_s = msg.ttl.as_secs(); "held call expired unanswered");
                 item.expire();
             }
@@ -128,7 +107,7 @@ impl<T: Expire + Send + Unpin + 'static> Handler<Take<T>> for HeldCalls<T> {
     type Result = MessageResult<Take<T>>;
 
     fn handle(&mut self, msg: Take<T>, _: &mut Self::Context) -> Self::Result {
-        MessageResult(self.remove(&msg.id))
+        MessageResult(self.items.remove(&msg.id))
     }
 }
 
@@ -163,11 +142,7 @@ mod tests {
 
     #[actix::test]
     async fn a_held_item_is_taken_once_or_dropped_when_it_expires() {
-        let held = HeldCalls::<Probe>::new(HeldLimits {
-            per_client: 4,
-            total: 8,
-        })
-        .start();
+        let held = HeldCalls::<Probe>::new(Limits { per_owner: 4, total: 8 }).start();
         let (p, mut dropped) = probe();
         let id = held
             .send(Hold {
@@ -206,11 +181,7 @@ mod tests {
 
     #[actix::test]
     async fn held_items_are_bounded_per_client_and_in_all() {
-        let held = HeldCalls::<Probe>::new(HeldLimits {
-            per_client: 2,
-            total: 3,
-        })
-        .start();
+        let held = HeldCalls::<Probe>::new(Limits { per_owner: 2, total: 3 }).start();
         let hold = |client: &str| Hold {
             client: client.into(),
             item: probe().0,

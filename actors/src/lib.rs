@@ -12,8 +12,6 @@
 //!   - `upstream/session.rs`: the session as pure state (one `Session` type: unready with an
 //!     era hint, ready legacy with its session id and version, ready modern) and its
 //!     transitions; the era and session state machine is drawn there.
-//!   - [`upstream::ask`]: what a call may ask its client (elicitation, sampling, roots) and how
-//!     the answer comes back.
 //!   - [`upstream::cancel`]: abandoning a call with a reason.
 //!   - The HTTP client the connection talks through (transport, TLS, egress proxies,
 //!     `UpstreamError`, the pure reply classifiers) is the `upstream-http` crate.
@@ -30,6 +28,9 @@
 //!   manifest, publishes a `SemanticIndex` per generation) and `QueryEmbedder` (query vectors
 //!   on a `SyncArbiter` thread, with an LRU cache); its pure core, `embedding/plan.rs`.
 //!
+//! - [`asking`]: the runtime of the questions a tool asks its caller (elicitation, sampling,
+//!   roots): what a call may ask and the hand-over of one question (the upstream actor's
+//!   only part); the pure rules are `proxy_core::asking`.
 //! - [`sessions`]: `ClientSessions`, the 2025-era client sessions the proxy mints: ended ids
 //!   (published on a `watch` channel), the cancel handles of calls in flight, and the
 //!   questions waiting for the client's response.
@@ -51,6 +52,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod asking;
 pub mod catalog;
 pub mod embedding;
 pub mod held;

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
-use tokio::sync::mpsc;
 
-use mcp_wire::asks;
+use proxy_actors::asking::Interaction;
 use proxy_actors::catalog::{Refresh, RefreshReason};
 use proxy_actors::retrieval::{self, ClientKey};
-use proxy_actors::upstream::{CallTool, Interaction, Round};
+use proxy_actors::upstream::{CallTool, Called};
+use proxy_core::asking::RoundAnswers;
 use proxy_core::catalog::resolve::{resolve, Resolution};
 use proxy_core::catalog::Snapshot;
 use proxy_core::request_state::{self, Claims, Resume};
@@ -46,7 +46,7 @@ enum Opened {
     /// No state: a fresh call.
     Fresh,
     /// An upstream's round: the upstream it was sealed for, and the round to continue.
-    Upstream((String, Round)),
+    Upstream((String, RoundAnswers)),
     /// A call held by this proxy, and the client's answers to its questions.
     Held { held: String, responses: Option<Value> },
     /// A state not issued by this proxy for this call ([`CallOutcome::StateRefused`]).
@@ -72,7 +72,7 @@ type Unsent = Box<CallOutcome>;
 /// continues.
 struct Routed<P: Peers> {
     ready: Ready,
-    round: Option<Round>,
+    round: Option<RoundAnswers>,
     to: P::Upstream,
 }
 
@@ -126,7 +126,7 @@ impl<P: Peers> App<P> {
                 ..
             }) => Opened::Upstream((
                 upstream,
-                Round {
+                RoundAnswers {
                     responses: retry.responses,
                     state,
                 },
@@ -195,7 +195,7 @@ impl<P: Peers> App<P> {
 
     /// Route: the upstream that owns the prepared tool. A round sealed for another upstream
     /// is refused first; an upstream without an actor is no route.
-    fn route(&self, snap: &Snapshot, ready: Ready, round: Option<(String, Round)>) -> Result<Routed<P>, Unsent> {
+    fn route(&self, snap: &Snapshot, ready: Ready, round: Option<(String, RoundAnswers)>) -> Result<Routed<P>, Unsent> {
         let owner = &snap.tools[ready.index];
         let round = match round {
             Some((sealed_for, _)) if sealed_for != owner.upstream => {
@@ -232,7 +232,7 @@ impl<P: Peers> App<P> {
         let (asker, questions) = match talk.asking {
             Asking::Stream(asker) => (Some(asker), None),
             Asking::Rounds if !talk.askable.is_empty() => {
-                let (tx, rx) = mpsc::channel(proxy_actors::upstream::ask::MAX_QUESTIONS);
+                let (tx, rx) = proxy_actors::asking::asker();
                 (Some(tx), Some(rx))
             }
             Asking::Rounds | Asking::Never => (None, None),
@@ -251,7 +251,7 @@ impl<P: Peers> App<P> {
                 log_level: talk.log_level,
                 pass_input_required: id.is_some(),
                 round,
-                question_timeout: self.question_timeout,
+                timeouts: self.timeouts,
             },
         };
         if let Some(trace) = &call.trace {
@@ -261,7 +261,8 @@ impl<P: Peers> App<P> {
         let metrics = self.metrics.clone();
         match (questions, id) {
             (Some(questions), Some(id)) => {
-                let (held, events, cancel) = spawn_held::<P>(metrics, to, upstream, call, ready.repairs, questions);
+                let (held, events, cancel) =
+                    spawn_held::<P>(metrics, to, upstream, call, ready.repairs, questions, self.timeouts);
                 Box::pin(self.drive(held, events, cancel, talk.holder, &id)).await
             }
             (_, Some(id)) => self.sealed(relay::<P>(metrics, to, upstream, call, ready.repairs).await, &id),
@@ -285,8 +286,9 @@ pub(super) fn state_refused(name: &str, message: String) -> CallOutcome {
 }
 
 /// Sends a prepared call to the actor of `upstream` and waits for how it ended (counted). A
-/// 2026-07-28 `input_required` result comes back as [`CallOutcome::InputRequired`] holding the
-/// upstream's own state (`""` for none), which the caller seals.
+/// 2026-07-28 round passed through ([`Called::Round`], read once by the actor) comes back as
+/// [`CallOutcome::InputRequired`] holding the upstream's map as sent and its own state (`""`
+/// for none), which the caller seals.
 pub(super) async fn relay<P: Peers>(
     metrics: Arc<Metrics>,
     to: P::Upstream,
@@ -298,14 +300,12 @@ pub(super) async fn relay<P: Peers>(
     let pending = PendingCall::start(&metrics, upstream, &tool);
     let answer = P::call(to, call).await.unwrap_or(Err(UpstreamError::Unavailable));
     let outcome = match answer {
-        Ok(result) => match asks::input_round(&result) {
-            Some((requests, state)) => CallOutcome::InputRequired {
-                upstream: upstream.to_string(),
-                tool,
-                requests: Value::Object(requests),
-                state: state.unwrap_or_default(),
-            },
-            None => CallOutcome::relayed(upstream, &tool, result, &repairs),
+        Ok(Called::Done(result)) => CallOutcome::relayed(upstream, &tool, result, &repairs),
+        Ok(Called::Round(round)) => CallOutcome::InputRequired {
+            upstream: upstream.to_string(),
+            tool,
+            requests: Value::Object(round.requests),
+            state: round.state.unwrap_or_default(),
         },
         Err(e) => CallOutcome::Failed(failure(upstream, &tool, e)),
     };

@@ -3,15 +3,14 @@
 //! the client's `input_required` round; the retry answers them and drives it on.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use mcp_wire::asks;
-use mcp_wire::jsonrpc::{self, RpcError};
+use proxy_actors::asking::Ask;
 use proxy_actors::held::{Expire, Hold, Take};
-use proxy_actors::upstream::{cancel_pair, Ask, CallTool, CancelHandle, CancelToken, Reply};
+use proxy_actors::upstream::{cancel_pair, CallTool, CancelHandle, CancelToken};
+use proxy_core::asking::{self, Answer, Decline, Timeouts};
 use proxy_core::request_state::{self, Claims, Resume};
 use proxy_core::tools::CallOutcome;
 use proxy_metrics::Metrics;
@@ -28,6 +27,8 @@ pub struct Held {
     questions: mpsc::Receiver<Ask>,
     waiting: Vec<(String, Ask)>,
     next_key: u32,
+    /// The question timeout, for the expiry.
+    timeouts: Timeouts,
     events: mpsc::Receiver<Value>,
     cancel: CancelHandle,
     upstream: String,
@@ -51,20 +52,16 @@ impl Held {
     }
 }
 
-/// How long an expired held call may take to end of itself once its questions were told they
-/// timed out, before it is cancelled upstream.
-const EXPIRY_GRACE: Duration = Duration::from_secs(2);
-
 impl Expire for Held {
     /// As for a 2025-era client that does not answer: the questions time out (the upstream is
     /// told so and its tool may end as it sees fit); a call still running after
-    /// [`EXPIRY_GRACE`] is cancelled.
+    /// [`asking::EXPIRY_GRACE`] is cancelled.
     fn expire(mut self) {
         for (_, ask) in self.waiting.drain(..) {
-            let _ = ask.reply.send(Reply::TimedOut);
+            let _ = ask.reply.send(Answer::TimedOut);
         }
         actix::spawn(async move {
-            let _ = tokio::time::timeout(EXPIRY_GRACE, &mut self.outcome).await;
+            let _ = tokio::time::timeout(self.timeouts.expiry_grace(), &mut self.outcome).await;
             self.cancel.cancel(upstream_http::CancelReason::Unanswered);
         });
     }
@@ -120,35 +117,24 @@ impl<P: Peers> App<P> {
         if held.waiting.is_empty() {
             return Err(held);
         }
-        let requests: Vec<asks::InputRequest> = held
-            .waiting
-            .iter()
-            .map(|(key, ask)| asks::InputRequest {
-                key: key.clone(),
-                method: ask.method.clone(),
-                params: ask.params.clone(),
-            })
-            .collect();
+        let requests = asking::input_requests(held.waiting.iter().map(|(key, ask)| (key.as_str(), &ask.question)));
         let (upstream, tool) = (held.upstream.clone(), held.tool.clone());
         let hold = Hold {
             client: holder.to_string(),
             item: held,
-            ttl: self.question_timeout,
+            ttl: self.timeouts.held_ttl(),
         };
         match self.held.send(hold).await {
             Ok(Ok(held_id)) => Ok(CallOutcome::InputRequired {
                 state: self.seal(id, Resume::Held { id: held_id }),
                 upstream,
                 tool,
-                requests: asks::input_requests_map(&requests),
+                requests,
             }),
             Ok(Err(mut back)) => {
                 // too many calls held for this client: its questions are declined
                 for (_, ask) in back.waiting.drain(..) {
-                    let _ = ask.reply.send(Reply::Error(RpcError::new(
-                        jsonrpc::INTERNAL_ERROR,
-                        "The proxy's client has too many calls waiting for its answers (MAX_PENDING_QUESTIONS); this question was not asked",
-                    )));
+                    let _ = ask.reply.send(Answer::Declined(Decline::GroupFull));
                 }
                 Err(back)
             }
@@ -180,14 +166,7 @@ impl<P: Peers> App<P> {
             _ => Map::new(),
         };
         for (key, ask) in held.waiting.drain(..) {
-            let reply = match responses.get(&key) {
-                Some(answer) => Reply::Result(answer.clone()),
-                None => Reply::Error(RpcError::new(
-                    jsonrpc::INVALID_PARAMS,
-                    format!("The client's retry carried no answer for this question (inputResponses has no {key:?})"),
-                )),
-            };
-            let _ = ask.reply.send(reply);
+            let _ = ask.reply.send(asking::answer_in_retry(&responses, &key));
         }
         self.drive(held, ctx.events, ctx.cancel, ctx.talk.holder, id).await
     }
@@ -223,7 +202,7 @@ impl<P: Peers> App<P> {
             digest: id.digest.clone(),
             holder: id.holder.clone(),
             resume,
-            expires: request_state::unix_now() + self.question_timeout.as_secs(),
+            expires: self.timeouts.state_expiry(request_state::unix_now()),
         })
     }
 }
@@ -239,6 +218,7 @@ pub(super) fn spawn_held<P: Peers>(
     mut call: CallTool,
     repairs: Vec<String>,
     questions: mpsc::Receiver<Ask>,
+    timeouts: Timeouts,
 ) -> (Held, Option<mpsc::Sender<Value>>, Option<CancelToken>) {
     let (tx_events, events) = mpsc::channel(proxy_actors::upstream::NOTIFICATION_BUFFER);
     let client_events = call.notifications.replace(tx_events);
@@ -257,6 +237,7 @@ pub(super) fn spawn_held<P: Peers>(
         questions,
         waiting: Vec::new(),
         next_key: 1,
+        timeouts,
         events,
         cancel,
         upstream: upstream.to_string(),

@@ -10,13 +10,12 @@ use std::future::Future;
 
 use actix::{Addr, MailboxError};
 
-use mcp_wire::raw::RawObject;
 use proxy_actors::catalog::{CatalogActor, Refresh, RefreshFailure, RefreshReport};
-use proxy_actors::upstream::{CallTool, UpstreamActor};
+use proxy_actors::upstream::{CallTool, Called, UpstreamActor};
 use upstream_http::UpstreamError;
 
 /// What an upstream's actor answers a [`CallTool`] with (the outer error: the actor is gone).
-pub type Called = Result<Result<RawObject, UpstreamError>, MailboxError>;
+pub type CallReply = Result<Result<Called, UpstreamError>, MailboxError>;
 
 /// What the catalog answers a [`Refresh`] with (the outer error: the actor is gone).
 pub type Refreshed = Result<Result<RefreshReport, RefreshFailure>, MailboxError>;
@@ -31,7 +30,7 @@ pub trait Peers: 'static {
 
     /// Sends one call to an upstream; the future outlives the application's borrow (a
     /// 2026-07-28 client's call may run as a task, see the module docs of `app`).
-    fn call(upstream: Self::Upstream, call: CallTool) -> impl Future<Output = Called> + 'static;
+    fn call(upstream: Self::Upstream, call: CallTool) -> impl Future<Output = CallReply> + 'static;
 
     /// Asks the catalog to re-list its upstreams (or to say why it did not).
     fn refresh(&self, refresh: Refresh) -> impl Future<Output = Refreshed> + 'static;
@@ -51,7 +50,7 @@ impl Peers for Actors {
         self.upstreams.get(label).cloned()
     }
 
-    fn call(upstream: Addr<UpstreamActor>, call: CallTool) -> impl Future<Output = Called> + 'static {
+    fn call(upstream: Addr<UpstreamActor>, call: CallTool) -> impl Future<Output = CallReply> + 'static {
         upstream.send(call)
     }
 

@@ -10,10 +10,12 @@ use std::rc::Rc;
 use actix::MailboxError;
 use serde_json::json;
 
-use super::peers::{Called, Refreshed};
+use super::peers::{CallReply, Refreshed};
 use super::*;
 use mcp_wire::raw::RawObject;
-use proxy_actors::upstream::{Ask, CallTool, Reply, Round};
+use proxy_actors::asking::Ask;
+use proxy_actors::upstream::{CallTool, Called};
+use proxy_core::asking::{Answer, Question, Round, RoundAnswers};
 use proxy_core::catalog::UpstreamState;
 use proxy_core::policy::Policy;
 use proxy_core::tools::CallRequest;
@@ -34,7 +36,7 @@ struct Sent {
     upstream: String,
     name: String,
     arguments: Value,
-    round: Option<Round>,
+    round: Option<RoundAnswers>,
     pass_input_required: bool,
 }
 
@@ -72,7 +74,7 @@ impl Peers for Fakes {
         })
     }
 
-    fn call(upstream: FakeUpstream, call: CallTool) -> impl Future<Output = Called> + 'static {
+    fn call(upstream: FakeUpstream, call: CallTool) -> impl Future<Output = CallReply> + 'static {
         let script = {
             let mut record = upstream.record.borrow_mut();
             record.sent.push(Sent {
@@ -86,8 +88,8 @@ impl Peers for Fakes {
         };
         async move {
             match script {
-                Some(Script::Answer(answer)) => Ok(answer),
-                Some(Script::Ask(method)) => Ok(Ok(asked(call, method).await)),
+                Some(Script::Answer(answer)) => Ok(answer.map(called)),
+                Some(Script::Ask(method)) => Ok(Ok(Called::Done(asked(call, method).await))),
                 // no more script: the actor is gone
                 None => Err(MailboxError::Closed),
             }
@@ -107,18 +109,25 @@ impl Peers for Fakes {
     }
 }
 
+/// A result as the actor returns it: a 2026-07-28 round read once, passed to the caller.
+fn called(result: RawObject) -> Called {
+    match Round::read(&result) {
+        Some(Ok(round)) => Called::Round(round),
+        _ => Called::Done(result),
+    }
+}
+
 /// A fake upstream that asks its client `method` during the call, and returns the reply.
 async fn asked(call: CallTool, method: &str) -> RawObject {
     let asker = call.interaction.asker.expect("a call that may ask");
     let (reply, answer) = oneshot::channel();
     let ask = Ask {
-        method: method.to_string(),
-        params: Some(json!({"message": "Which colour?"})),
+        question: Question::new(method, Some(json!({"message": "Which colour?"}))),
         reply,
     };
     asker.send(ask).await.expect("the question is taken");
     let answer = match answer.await {
-        Ok(Reply::Result(v)) => v,
+        Ok(Answer::Result(v)) => v,
         other => json!({"not answered": format!("{other:?}")}),
     };
     result(&json!({"content": [{"type": "text", "text": answer.to_string()}]}))
@@ -398,7 +407,7 @@ async fn a_2026_round_is_sealed_and_its_retry_continues_the_round_upstream() {
     assert_eq!(rec.sent.len(), 2);
     assert_eq!(
         rec.sent[1].round,
-        Some(Round {
+        Some(RoundAnswers {
             responses: Some(responses),
             state: Some("up-state".into()),
         }),

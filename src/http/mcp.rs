@@ -47,9 +47,11 @@ use mcp_wire::jsonrpc::{self, Incoming, Request, RequestId, RpcError};
 use mcp_wire::raw::RawObject;
 use mcp_wire::trace::CallTrace;
 use mcp_wire::{modern, version, Era};
+use proxy_actors::asking::{alongside, Ask};
 use proxy_actors::retrieval::ClientKey;
 use proxy_actors::sessions;
-use proxy_actors::upstream::{alongside, cancel_pair, Ask, CancelHandle, Reply};
+use proxy_actors::upstream::{cancel_pair, CancelHandle};
+use proxy_core::asking::{self, Decline, Question, Withdrawal, LEGACY_LOG_LEVEL};
 use proxy_core::tools::{ToolOutcome, ToolRequest, ToolResult};
 use upstream_http::CancelReason;
 
@@ -632,7 +634,7 @@ fn stream_call(state: web::Data<AppState>, request: Request, mut call: Call) -> 
         };
         let questions = match (&call.session, call.asked_on_stream()) {
             (Some(session), true) => {
-                let (asker, questions) = mpsc::channel(proxy_actors::upstream::ask::MAX_QUESTIONS);
+                let (asker, questions) = proxy_actors::asking::asker();
                 context.talk.asking = Asking::Stream(asker);
                 // a 2025-era client gets the log lines a 2025 upstream sends unasked; a
                 // 2026-07-28 upstream is asked for them at every level, the same
@@ -699,8 +701,7 @@ async fn relay_questions(
 /// `notifications/cancelled` for it, so it can put the prompt away.
 async fn pose(state: &AppState, session: &str, ask: Ask, stream: &mpsc::Sender<Value>) {
     let Ask {
-        method,
-        params,
+        question: Question { method, params },
         mut reply,
     } = ask;
     let (tx, rx) = tokio::sync::oneshot::channel();
@@ -711,10 +712,10 @@ async fn pose(state: &AppState, session: &str, ask: Ask, stream: &mpsc::Sender<V
         limit,
     });
     let Ok(Some(id)) = posed.await else {
-        let _ = reply.send(Reply::Error(RpcError::new(
-            jsonrpc::INTERNAL_ERROR,
-            format!("The proxy's client has {limit} questions waiting already (MAX_PENDING_QUESTIONS); this {method} was not asked"),
-        )));
+        let _ = reply.send(asking::Answer::Declined(Decline::SessionFull {
+            method: method.as_str().to_string(),
+            limit,
+        }));
         return;
     };
     // the question is withdrawn however this ends (answered, timed out, or dropped with its call)
@@ -723,46 +724,45 @@ async fn pose(state: &AppState, session: &str, ask: Ask, stream: &mpsc::Sender<V
         session: session.to_string(),
         id: id.clone(),
         stream: Some(stream.clone()),
-        reason: "the tool's call ended before the answer came",
+        reason: Withdrawal::CallEnded,
     };
     let mut question = serde_json::Map::new();
     question.insert("jsonrpc".into(), json!("2.0"));
     question.insert("id".into(), json!(id));
-    question.insert("method".into(), json!(method));
+    question.insert("method".into(), json!(method.as_str()));
     if let Some(p) = params {
         question.insert("params".into(), p);
     }
     // the question's time counts from now: a client that stopped reading its stream (a full
     // buffer) does not hold it longer
-    let timeout = state.app.question_timeout();
-    let deadline = tokio::time::Instant::now() + timeout;
+    let deadline = state.app.timeouts().deadline(tokio::time::Instant::now());
     match tokio::time::timeout_at(deadline, stream.send(Value::Object(question))).await {
         Ok(Ok(())) => {}
         Ok(Err(_)) => {
-            let _ = reply.send(Reply::Gone);
+            let _ = reply.send(asking::Answer::Gone);
             return;
         }
         Err(_) => {
-            let _ = reply.send(Reply::TimedOut);
+            let _ = reply.send(asking::Answer::TimedOut);
             return;
         }
     }
     let answer = tokio::select! {
         r = tokio::time::timeout_at(deadline, rx) => match r {
-            Ok(Ok(Ok(result))) => Reply::Result(result),
-            Ok(Ok(Err(error))) => Reply::Error(error),
+            Ok(Ok(Ok(result))) => asking::Answer::Result(result),
+            Ok(Ok(Err(error))) => asking::Answer::Error(error),
             Ok(Err(_)) => {
-                withdraw.reason = "the client's session ended";
-                Reply::Gone
+                withdraw.reason = Withdrawal::SessionEnded;
+                asking::Answer::Gone
             }
             Err(_) => {
-                withdraw.reason = "no answer within ELICITATION_TIMEOUT_SEC";
-                Reply::TimedOut
+                withdraw.reason = Withdrawal::TimedOut;
+                asking::Answer::TimedOut
             }
         },
         () = reply.closed() => return,
     };
-    if matches!(answer, Reply::Result(_) | Reply::Error(_)) {
+    if matches!(answer, asking::Answer::Result(_) | asking::Answer::Error(_)) {
         withdraw.stream = None;
     }
     let _ = reply.send(answer);
@@ -775,7 +775,7 @@ struct Withdraw {
     session: String,
     id: String,
     stream: Option<mpsc::Sender<Value>>,
-    reason: &'static str,
+    reason: Withdrawal,
 }
 
 impl Drop for Withdraw {
@@ -783,7 +783,7 @@ impl Drop for Withdraw {
         if let Some(stream) = self.stream.take() {
             let note = jsonrpc::notification(
                 "notifications/cancelled",
-                Some(json!({"requestId": self.id, "reason": self.reason})),
+                Some(json!({"requestId": self.id, "reason": self.reason.reason()})),
             );
             let _ = stream.try_send(note);
         }
@@ -793,10 +793,6 @@ impl Drop for Withdraw {
         });
     }
 }
-
-/// The log level a 2026-07-28 upstream is asked for on a 2025-era client's streamed call:
-/// everything, as a 2025 server sends before any `logging/setLevel`.
-const LEGACY_LOG_LEVEL: &str = "debug";
 
 /// A request header's value, trimmed. `name` is a lower-case literal: looked up as a static
 /// header name (a `&str` name would be parsed, and allocated, on every lookup).

@@ -20,9 +20,10 @@
 //! A request the upstream sends on a call's stream (`elicitation/create`,
 //! `sampling/createMessage`, `roots/list`) is answered alongside the call, under the
 //! upstream's id: with the client's answer when the call's [`Interaction`] can ask its client
-//! (see `ask.rs`), else with an error at once (the tool then returns its own declined or error
-//! result). `ping` is answered by the proxy. A 2026-07-28 `input_required` result is either
-//! returned as it came (the client takes the round itself), or its questions are asked the
+//! (the actor hands the question over and takes the answer back: `crate::asking`), else with an error at once (the tool then returns its own declined or error
+//! result). `ping` is answered by the proxy. A 2026-07-28 `input_required` result is read once
+//! ([`Round::read`]) and either returned as it came ([`Called::Round`]: the client takes the
+//! round itself), or its questions are asked the
 //! same way and the call is retried with their answers (`inputResponses` and the upstream's
 //! `requestState`), at most 16 rounds; without a way to ask it is
 //! [`UpstreamError::InputRequired`]. While a question waits on the client, the call's timeout
@@ -44,17 +45,17 @@ use serde_json::{json, Map, Value};
 use futures_util::future::join_all;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
-use super::ask::{alongside, Ask, Interaction, Reply, Round, MAX_QUESTIONS};
 use super::cancel::CancelToken;
 use super::connection::{Connection, RequestOptions, UpstreamSpec};
 use super::list_changes::{self, ToolsChanged};
 use super::session::{Ready, SessionState};
-use mcp_wire::asks;
-use mcp_wire::jsonrpc::{self, RpcError};
+use crate::asking::{alongside, asked_outcome, Interaction};
+use mcp_wire::jsonrpc;
 use mcp_wire::raw::RawObject;
 use mcp_wire::trace::TraceHeaders;
 use mcp_wire::types::Tool;
 use mcp_wire::{modern, Era};
+use proxy_core::asking::{self, Answer, Keyed, Method, Question, Round, UpstreamRequest};
 use proxy_metrics::{AskedOutcome, UpstreamErrorKind};
 use upstream_http::transport::Envelope;
 use upstream_http::{CancelReason, UpstreamError};
@@ -83,9 +84,10 @@ pub struct ListTools {
 }
 
 /// `tools/call` of one upstream tool; the upstream's `result` object is returned unchanged,
-/// read one level deep (its members are the raw JSON the upstream sent).
+/// read one level deep (its members are the raw JSON the upstream sent), or the 2026-07-28
+/// round the caller takes itself ([`Interaction::pass_input_required`]).
 #[derive(Message)]
-#[rtype(result = "Result<RawObject, UpstreamError>")]
+#[rtype(result = "Result<Called, UpstreamError>")]
 pub struct CallTool {
     pub name: String,
     pub arguments: Value,
@@ -103,6 +105,15 @@ pub struct CallTool {
     pub trace: Option<TraceHeaders>,
     /// What the call may ask its client, and how the client takes part in upstream rounds.
     pub interaction: Interaction,
+}
+
+/// How a [`CallTool`] ended.
+#[derive(Debug)]
+pub enum Called {
+    /// The upstream's result.
+    Done(RawObject),
+    /// A 2026-07-28 `input_required` round, passed to the caller as it came.
+    Round(Round),
 }
 
 /// Current session facts, for logs and tests (never contains the session id itself).
@@ -201,7 +212,7 @@ impl Handler<ListTools> for UpstreamActor {
 }
 
 impl Handler<CallTool> for UpstreamActor {
-    type Result = ResponseFuture<Result<RawObject, UpstreamError>>;
+    type Result = ResponseFuture<Result<Called, UpstreamError>>;
 
     fn handle(&mut self, mut msg: CallTool, _: &mut Self::Context) -> Self::Result {
         let conn = self.conn.clone();
@@ -421,16 +432,6 @@ async fn list_tools(conn: &Connection, previous: &[Arc<Tool>]) -> Result<Listing
     )))
 }
 
-/// Rounds of 2026-07-28 `input_required` one call may go through on its client's behalf.
-const MAX_ROUNDS: usize = 16;
-/// A round that asks nothing (only a `requestState`: "come back shortly") is retried after
-/// this long.
-const EMPTY_ROUND_PAUSE: Duration = Duration::from_millis(100);
-/// An answer the caller was asked for is waited on a little longer than the question timeout
-/// (the caller enforces that one and replies `TimedOut`); this only guards against a caller
-/// that never replies at all.
-const ASK_GRACE: Duration = Duration::from_secs(5);
-
 /// A call's clock: the last sign of life of the upstream, and the questions waiting on the
 /// client. While a question waits the clock stops (a person may be answering; the question has
 /// its own timeout), and the wall-clock time during which any question waited is added to the
@@ -487,7 +488,7 @@ impl Drop for Waiting<'_> {
 
 /// `tools/call`, with progress, questions, timeouts and cancellation (see the module docs).
 /// The call's arguments are taken out of `msg` (sent, not copied).
-async fn call_tool(conn: &Connection, msg: &mut CallTool) -> Result<RawObject, UpstreamError> {
+async fn call_tool(conn: &Connection, msg: &mut CallTool) -> Result<Called, UpstreamError> {
     let mut params = Map::new();
     params.insert("name".into(), Value::from(msg.name.as_str()));
     params.insert("arguments".into(), std::mem::take(&mut msg.arguments));
@@ -495,110 +496,85 @@ async fn call_tool(conn: &Connection, msg: &mut CallTool) -> Result<RawObject, U
     let msg = &*msg;
     let talk = &msg.interaction;
     let clock = Clock::new();
-    let envelope = envelope(talk);
-    let mut round = talk.round.clone();
-    for _ in 0..MAX_ROUNDS {
-        if let (Some(r), Value::Object(p)) = (round.take(), &mut params) {
-            p.remove("inputResponses");
-            p.remove("requestState");
-            if let Some(responses) = r.responses {
-                p.insert("inputResponses".into(), responses);
-            }
-            if let Some(state) = r.state {
-                p.insert("requestState".into(), Value::from(state));
-            }
+    let envelope = talk.upstream_meta();
+    let mut answers = talk.round.clone();
+    for _ in 0..asking::MAX_ROUNDS {
+        if let (Some(a), Value::Object(p)) = (answers.take(), &mut params) {
+            a.apply(p);
         }
-        let result = call_once(conn, msg, &params, &clock, &envelope).await?;
-        let Some((questions, state)) = input_round(&result) else {
-            return Ok(result);
+        let round = match call_once(conn, msg, &params, &clock, &envelope).await? {
+            Called::Round(round) => round,
+            done => return Ok(done),
         };
-        if questions.len() > MAX_QUESTIONS {
+        let questions = round.questions();
+        if questions.len() > asking::MAX_QUESTIONS {
             // not cut short: the upstream's retry would lack the answers it asked for
             return Err(UpstreamError::InvalidReply(format!(
-                "input_required asks {} questions in one round, more than the proxy's {MAX_QUESTIONS}",
-                questions.len()
+                "input_required asks {} questions in one round, more than the proxy's {}",
+                questions.len(),
+                asking::MAX_QUESTIONS
             )));
         }
         if talk.pass_input_required || talk.asker.is_none() {
-            let outcome = if talk.pass_input_required {
-                AskedOutcome::Passed
-            } else {
-                AskedOutcome::Declined
-            };
-            for q in &questions {
-                count_asked(conn, &q.method, outcome);
-            }
-            if talk.pass_input_required {
-                return Ok(result);
-            }
-            let mut methods: Vec<String> = questions.into_iter().map(|q| q.method).collect();
-            methods.sort();
-            return Err(UpstreamError::InputRequired { methods });
+            return not_asked(conn, talk, round, questions);
         }
         if questions.is_empty() {
-            tokio::time::sleep(EMPTY_ROUND_PAUSE).await;
+            tokio::time::sleep(asking::EMPTY_ROUND_PAUSE).await;
         }
-        let replies = join_all(
-            questions
-                .iter()
-                .map(|q| ask(conn, talk, &q.method, q.params.clone(), &clock)),
-        )
-        .await;
-        let mut responses = Map::new();
-        for (q, reply) in questions.into_iter().zip(replies) {
-            match reply {
-                Reply::Result(v) => {
-                    responses.insert(q.key, v);
-                }
-                other => {
-                    return Err(UpstreamError::Unanswered {
-                        method: q.method,
-                        why: why_unanswered(&other, talk.question_timeout),
-                    })
-                }
-            }
-        }
-        round = Some(Round {
-            responses: (!responses.is_empty()).then_some(Value::Object(responses)),
-            state,
-        });
+        let asked = questions.iter().map(|q| ask(conn, talk, q.item.clone(), &clock));
+        let replies = join_all(asked).await;
+        let next = round.answered(questions, replies, &talk.timeouts);
+        answers = Some(next.map_err(|u| UpstreamError::Unanswered {
+            method: u.method,
+            why: u.why,
+        })?);
     }
     Err(UpstreamError::InvalidReply(format!(
-        "the tool asked for input in more than {MAX_ROUNDS} rounds in a row"
+        "the tool asked for input in more than {} rounds in a row",
+        asking::MAX_ROUNDS
     )))
 }
 
-/// The modern `_meta` envelope keys that describe the call's client: what it can be asked,
-/// and its log level opt-in. Empty for a client that declared neither (the proxy's own
-/// defaults then say the same, at no cost per call).
-fn envelope(talk: &Interaction) -> Map<String, Value> {
-    let mut m = Map::new();
-    if talk.askable.is_empty() && talk.log_level.is_none() {
-        return m;
+/// A round the actor does not ask: passed to a 2026-07-28 client as it came, or (a call
+/// that cannot ask) the call ends needing input. Its questions are counted either way.
+fn not_asked(
+    conn: &Connection,
+    talk: &Interaction,
+    round: Round,
+    questions: Vec<Keyed<Question>>,
+) -> Result<Called, UpstreamError> {
+    let outcome = if talk.pass_input_required {
+        AskedOutcome::Passed
+    } else {
+        AskedOutcome::Declined
+    };
+    for q in &questions {
+        count_asked(conn, q.item.method.as_str(), outcome);
     }
-    m.insert(modern::META_CLIENT_CAPABILITIES.into(), talk.askable.capabilities());
-    if let Some(level) = &talk.log_level {
-        m.insert(modern::META_LOG_LEVEL.into(), Value::from(level.as_str()));
+    if talk.pass_input_required {
+        return Ok(Called::Round(round));
     }
-    m
+    let mut methods: Vec<String> = questions.iter().map(|q| q.item.method.as_str().to_string()).collect();
+    methods.sort();
+    Err(UpstreamError::InputRequired { methods })
 }
 
 /// One `tools/call` exchange: progress and log notifications forwarded, requests the upstream
 /// sends on the call's stream answered alongside (`ping` by the proxy, the rest by the
-/// client through [`ask`]), timeouts, cancellation.
+/// client through [`ask`]), timeouts, cancellation. A 2026-07-28 round is read here, once.
 async fn call_once(
     conn: &Connection,
     msg: &CallTool,
     params: &Value,
     clock: &Clock,
     envelope: &Map<String, Value>,
-) -> Result<RawObject, UpstreamError> {
+) -> Result<Called, UpstreamError> {
     let current_id: Cell<Option<i64>> = Cell::new(None);
     // requests the upstream sends on the call's stream, answered alongside (module docs)
-    let asked: RefCell<Vec<ServerRequest>> = RefCell::new(Vec::new());
+    let asked: RefCell<Vec<UpstreamRequest>> = RefCell::new(Vec::new());
     let asking = tokio::sync::Notify::new();
     let forward = |v: Value| {
-        if let Some(request) = server_request(&v) {
+        if let Some(request) = UpstreamRequest::read(&v) {
             clock.last_activity.set(Instant::now());
             asked.borrow_mut().push(request);
             asking.notify_one();
@@ -619,9 +595,9 @@ async fn call_once(
         loop {
             let pending = std::mem::take(&mut *asked.borrow_mut());
             for request in pending {
-                if running.len() >= MAX_UNANSWERED {
+                if running.len() >= asking::MAX_UNANSWERED {
                     // the upstream's own timeout ends what it keeps asking beyond this
-                    count_asked(conn, &request.method, AskedOutcome::Declined);
+                    count_asked(conn, request.question.method.as_str(), AskedOutcome::Declined);
                     continue;
                 }
                 running.push(respond(conn, &msg.interaction, request, clock));
@@ -661,140 +637,60 @@ async fn call_once(
     let (result, _) = outcome?;
     let result = RawObject::parse(result.get())
         .map_err(|_| UpstreamError::InvalidReply("tools/call result is not an object".into()))?;
-    if let Some((_, Some(state))) = asks::input_round(&result) {
-        if state.len() > asks::MAX_UPSTREAM_STATE {
-            return Err(UpstreamError::InvalidReply(format!(
-                "input_required requestState is {} bytes, longer than the proxy's {}-byte limit",
-                state.len(),
-                asks::MAX_UPSTREAM_STATE
-            )));
-        }
+    match Round::read(&result) {
+        None => Ok(Called::Done(result)),
+        Some(Ok(round)) => Ok(Called::Round(round)),
+        Some(Err(too_long)) => Err(UpstreamError::InvalidReply(too_long.to_string())),
     }
-    Ok(result)
 }
 
 /// Answers one request an upstream sent on a call's stream, under the upstream's id: `ping`
 /// by the proxy, anything else with the client's answer (or an error saying why there is
 /// none).
-async fn respond(conn: &Connection, talk: &Interaction, request: ServerRequest, clock: &Clock) {
-    let ServerRequest { method, id, params } = request;
-    let reply = if method == "ping" {
-        count_asked(conn, &method, AskedOutcome::Answered);
-        Reply::Result(json!({}))
+async fn respond(conn: &Connection, talk: &Interaction, request: UpstreamRequest, clock: &Clock) {
+    let UpstreamRequest { id, question } = request;
+    let answer = if question.method == Method::Ping {
+        count_asked(conn, "ping", AskedOutcome::Answered);
+        Answer::Result(json!({}))
     } else {
-        ask(conn, talk, &method, params, clock).await
+        ask(conn, talk, question, clock).await
     };
-    let body = match reply {
-        Reply::Result(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        other => {
-            let error = match other {
-                Reply::Error(e) => e,
-                Reply::TimedOut => RpcError::new(
-                    REQUEST_TIMED_OUT,
-                    format!("Request timed out: {}", why_unanswered(&other, talk.question_timeout)),
-                ),
-                _ => RpcError::new(
-                    jsonrpc::REQUEST_CANCELLED,
-                    format!("Request cancelled: {}", why_unanswered(&other, talk.question_timeout)),
-                ),
-            };
-            json!({"jsonrpc": "2.0", "id": id, "error": error})
-        }
-    };
+    let body = asking::upstream_response(&id, answer, &talk.timeouts);
     conn.post_in_session(&body, Duration::from_secs(5)).await;
 }
 
-/// The JSON-RPC code of a question the client did not answer in time (the SDKs' "request
-/// timeout").
-const REQUEST_TIMED_OUT: i64 = -32001;
-
-/// Asks the call's client one question and waits for its reply (see [`Clock`]); a question
-/// the client cannot take is answered with an error at once. Counted and logged by outcome.
-async fn ask(conn: &Connection, talk: &Interaction, method: &str, params: Option<Value>, clock: &Clock) -> Reply {
-    // -32021 only for a capability the client lacks; the proxy's own limits are its errors
-    let declined = |message: String, missing: Option<Value>| {
-        let code = if missing.is_some() {
-            asks::MISSING_CAPABILITY
-        } else {
-            jsonrpc::INTERNAL_ERROR
-        };
-        let mut e = RpcError::new(code, message);
-        e.data = missing.map(|m| json!({ "requiredCapabilities": m }));
-        (AskedOutcome::Declined, Reply::Error(e))
-    };
+/// Hands one question to the call's client and takes the answer back (the upstream's clock
+/// stopped meanwhile, see [`Clock`]); a question the client cannot take is declined at once.
+/// Counted and logged by outcome.
+async fn ask(conn: &Connection, talk: &Interaction, question: Question, clock: &Clock) -> Answer {
     // counted however this ends: a question dropped mid-wait (its call was cancelled or ended)
     // counts as abandoned
     let mut counted = Counted {
         conn,
-        method,
+        method: question.method.as_str().to_string(),
         outcome: AskedOutcome::Abandoned,
     };
-    let (outcome, reply) = match (talk.askable.allows(method, params.as_ref()), &talk.asker) {
-        (Err(asks::Missing(needed)), _) => declined(
-            format!("The proxy's client for this call did not declare the capability {method} needs ({needed}), so it cannot be asked"),
-            Some(needed),
-        ),
-        (Ok(()), None) => declined(
-            format!("The proxy's client for this call cannot be asked ({method}): it takes no stream the question could go on"),
-            None,
-        ),
-        (Ok(()), Some(asker)) => {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            let question = Ask {
-                method: method.to_string(),
-                params,
-                reply: tx,
-            };
-            if asker.try_send(question).is_err() {
-                declined(
-                    format!("The proxy's client for this call has {MAX_QUESTIONS} questions unanswered already ({method} not asked)"),
-                    None,
-                )
-            } else {
-                let waiting = clock.wait();
-                let reply = match tokio::time::timeout(talk.question_timeout + ASK_GRACE, rx).await {
-                    Ok(Ok(reply)) => reply,
-                    Ok(Err(_)) => Reply::Gone,
-                    Err(_) => Reply::TimedOut,
-                };
-                drop(waiting);
-                let outcome = match reply {
-                    Reply::Result(_) => AskedOutcome::Answered,
-                    Reply::Error(_) => AskedOutcome::Refused,
-                    Reply::TimedOut => AskedOutcome::TimedOut,
-                    Reply::Gone => AskedOutcome::Abandoned,
-                };
-                (outcome, reply)
-            }
+    let answer = match talk.pose(question) {
+        Err(declined) => Answer::Declined(declined),
+        Ok(pending) => {
+            let _waiting = clock.wait();
+            pending.answer().await
         }
     };
-    counted.outcome = outcome;
-    reply
+    counted.outcome = asked_outcome(&answer);
+    answer
 }
 
 /// Counts one question by its outcome when dropped (see [`ask`]).
 struct Counted<'a> {
     conn: &'a Connection,
-    method: &'a str,
+    method: String,
     outcome: AskedOutcome,
 }
 
 impl Drop for Counted<'_> {
     fn drop(&mut self) {
-        count_asked(self.conn, self.method, self.outcome);
-    }
-}
-
-/// Why a question has no usable answer, in words.
-fn why_unanswered(reply: &Reply, timeout: Duration) -> String {
-    match reply {
-        Reply::Result(_) => "answered".into(),
-        Reply::Error(e) => format!("the client answered with error {}: {}", e.code, e.message),
-        Reply::TimedOut => format!(
-            "the client did not answer within {} s (ELICITATION_TIMEOUT_SEC)",
-            timeout.as_secs()
-        ),
-        Reply::Gone => "the client went away before answering".into(),
+        count_asked(self.conn, &self.method, self.outcome);
     }
 }
 
@@ -802,13 +698,6 @@ fn why_unanswered(reply: &Reply, timeout: Duration) -> String {
 fn count_asked(conn: &Connection, method: &str, outcome: AskedOutcome) {
     log::info!(upstream = conn.spec.label.as_str(), method = method, outcome = outcome.as_str(); "upstream request on a call");
     conn.spec.metrics.upstream_request(&conn.spec.label, method, outcome);
-}
-
-/// A 2026-07-28 `input_required` result: its questions (in the map's order) and its
-/// `requestState`. `None` for any other result.
-fn input_round(result: &RawObject) -> Option<(Vec<asks::InputRequest>, Option<String>)> {
-    let (requests, state) = asks::input_round(result)?;
-    Some((asks::input_requests(&requests, usize::MAX), state))
 }
 
 /// Like `with_timeout`, but each progress notification restarts the clock, within
@@ -848,30 +737,6 @@ async fn with_progress_timeout<T>(
     }
 }
 
-/// Requests an upstream may have unanswered on one call at a time: more are answered with an
-/// error at once.
-const MAX_UNANSWERED: usize = 64;
-
-/// A request an upstream sent on a call's stream.
-#[derive(Debug, PartialEq)]
-struct ServerRequest {
-    method: String,
-    id: Value,
-    params: Option<Value>,
-}
-
-/// A server-to-client request (`elicitation/create`, `sampling/createMessage`, `roots/list`,
-/// `ping`, …): a message with a method and a string or number id.
-fn server_request(v: &Value) -> Option<ServerRequest> {
-    let method = v.get("method")?.as_str()?;
-    let id = v.get("id").filter(|id| id.is_string() || id.is_number())?;
-    Some(ServerRequest {
-        method: method.to_string(),
-        id: id.clone(),
-        params: v.get("params").cloned(),
-    })
-}
-
 /// A legacy upstream is told the request is cancelled (the modern era's cancellation is
 /// the closed stream itself, already done by dropping the request).
 async fn cancel_upstream(conn: &Connection, id: Option<i64>, reason: CancelReason) {
@@ -890,100 +755,6 @@ async fn cancel_upstream(conn: &Connection, id: Option<i64>, reason: CancelReaso
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_input_required_result_gives_its_questions_and_state() {
-        let raw = |v: Value| RawObject::parse(&v.to_string()).unwrap();
-        let r = raw(
-            json!({"resultType": "input_required", "requestState": "s", "inputRequests": {
-                "b": {"method": "sampling/createMessage", "params": {"maxTokens": 3}},
-                "a": {"method": "elicitation/create"},
-                "bad": {"params": {}},
-            }}),
-        );
-        let (questions, state) = input_round(&r).unwrap();
-        assert_eq!(state.as_deref(), Some("s"));
-        let methods: Vec<(&str, &str)> = questions.iter().map(|q| (q.key.as_str(), q.method.as_str())).collect();
-        assert_eq!(methods, [("b", "sampling/createMessage"), ("a", "elicitation/create")]);
-        assert_eq!(questions[0].params, Some(json!({"maxTokens": 3})));
-        assert_eq!(
-            input_round(&raw(json!({"resultType": "input_required"}))),
-            Some((vec![], None))
-        );
-        for v in [
-            json!({"resultType": "complete", "content": []}),
-            json!({"content": [], "inputRequests": {"a": {"method": "roots/list"}}}),
-            json!({"resultType": 5}),
-        ] {
-            assert_eq!(input_round(&raw(v.clone())), None, "{v}");
-        }
-        let many: Map<String, Value> = (0..1000)
-            .map(|i| (format!("k{i}"), json!({"method": "roots/list"})))
-            .collect();
-        let r = raw(json!({"resultType": "input_required", "inputRequests": many}));
-        assert_eq!(
-            input_round(&r).map(|(q, _)| q.len()),
-            Some(1000),
-            "all read: more than 16 fail the call"
-        );
-    }
-
-    #[test]
-    fn a_server_request_has_a_method_and_a_string_or_number_id() {
-        let v = json!({"jsonrpc": "2.0", "id": "q", "method": "elicitation/create", "params": {"message": "ok?"}});
-        assert_eq!(
-            server_request(&v),
-            Some(ServerRequest {
-                method: "elicitation/create".into(),
-                id: json!("q"),
-                params: Some(json!({"message": "ok?"}))
-            })
-        );
-        let v = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"});
-        assert_eq!(
-            server_request(&v),
-            Some(ServerRequest {
-                method: "ping".into(),
-                id: json!(3),
-                params: None
-            })
-        );
-        // notifications, responses and malformed ids are not requests to answer
-        for v in [
-            json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {}}),
-            json!({"jsonrpc": "2.0", "id": null, "method": "roots/list"}),
-            json!({"jsonrpc": "2.0", "id": {"x": 1}, "method": "roots/list"}),
-            json!({"jsonrpc": "2.0", "id": 1, "method": 5}),
-            json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
-        ] {
-            assert_eq!(server_request(&v), None, "{v}");
-        }
-    }
-
-    #[test]
-    fn the_envelope_tells_a_modern_upstream_what_the_client_can_be_asked_and_its_log_level() {
-        let talk = Interaction {
-            askable: asks::Askable::from_capabilities(Some(&json!({"sampling": {}}))),
-            log_level: Some("debug".into()),
-            ..Interaction::default()
-        };
-        assert_eq!(
-            Value::Object(envelope(&talk)),
-            json!({modern::META_CLIENT_CAPABILITIES: {"sampling": {}}, modern::META_LOG_LEVEL: "debug"})
-        );
-        assert!(
-            envelope(&Interaction::default()).is_empty(),
-            "the proxy's defaults say it"
-        );
-        let roots = Interaction {
-            askable: asks::Askable::from_capabilities(Some(&json!({"roots": {}}))),
-            ..Interaction::default()
-        };
-        assert_eq!(
-            Value::Object(envelope(&roots)),
-            json!({modern::META_CLIENT_CAPABILITIES: {"roots": {}}})
-        );
-    }
 
     #[test]
     fn questions_that_wait_together_stop_the_clock_once_and_never_leave_it_stopped() {
@@ -1014,14 +785,6 @@ mod tests {
     }
 
     #[test]
-    fn an_unanswered_question_says_why() {
-        let t = Duration::from_secs(300);
-        assert!(why_unanswered(&Reply::TimedOut, t).contains("within 300 s"));
-        assert!(why_unanswered(&Reply::Gone, t).contains("went away"));
-        assert!(why_unanswered(&Reply::Error(RpcError::new(-1, "no")), t).contains("error -1: no"));
-    }
-
-    #[test]
     fn every_upstream_error_has_one_kind_and_cancellations_none() {
         let cases = [
             (
@@ -1045,7 +808,10 @@ mod tests {
                 },
                 Some("redirect"),
             ),
-            (UpstreamError::Rpc(RpcError::new(-32603, "x")), Some("rpc_error")),
+            (
+                UpstreamError::Rpc(jsonrpc::RpcError::new(-32603, "x")),
+                Some("rpc_error"),
+            ),
             (UpstreamError::InvalidReply("x".into()), Some("invalid_reply")),
             (UpstreamError::TooLarge { limit: 1 }, Some("too_large")),
             (UpstreamError::Unavailable, Some("unavailable")),

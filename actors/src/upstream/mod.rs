@@ -12,10 +12,11 @@
 //! `connection.rs`, `session.rs`, in that order; `cancel.rs` imports none of them), so no two
 //! import each other.
 //!
-//! - `actor.rs`: [`UpstreamActor`], its messages ([`ListTools`], [`CallTool`], [`GetStatus`],
-//!   [`EndSession`], [`FollowListChanges`]) and their handlers, and what they do over the
-//!   connection: the listing (pages, limits) and the call (progress, timeouts, cancellation);
-//!   the one mapping from `UpstreamError` to the metrics' error kind.
+//! - `actor.rs`: [`UpstreamActor`], its messages ([`ListTools`], [`CallTool`] → [`Called`],
+//!   [`GetStatus`], [`EndSession`], [`FollowListChanges`]) and their handlers, and what they do
+//!   over the connection: the listing (pages, limits) and the call (progress, timeouts,
+//!   cancellation; a question the upstream asks is handed to `crate::asking` and its answer
+//!   taken back); the one mapping from `UpstreamError` to the metrics' error kind.
 //! - `list_changes.rs`: the list-change follower (legacy `GET` stream, modern
 //!   `subscriptions/listen`), reopened with back-off; [`ToolsChanged`] goes to the catalog.
 //! - `connection.rs`: the async client side of the session, all of `impl Connection`: the
@@ -25,9 +26,6 @@
 //! - `session.rs`: the session as pure state, one type (`Session`: `Unready{hint}`,
 //!   `Ready(Legacy{id, version})`, `Ready(Modern)`) and its transitions, unit-tested without a
 //!   runtime. Its module docs hold the era and session state machine.
-//! - [`ask`]: [`Interaction`], what a call may ask its client ([`Ask`] on an [`Asker`], answered
-//!   with a [`Reply`]) and a 2026-07-28 client's [`Round`] to continue; [`alongside`], a call
-//!   run while its questions are served (here and in the HTTP layer).
 //! - [`cancel`]: [`CancelHandle`] / [`CancelToken`], abandoning a call with a reason
 //!   (`upstream_http::CancelReason`).
 //!
@@ -47,17 +45,15 @@
 //! saying so (`session.rs`).
 
 mod actor;
-pub mod ask;
 pub mod cancel;
 mod connection;
 mod list_changes;
 mod session;
 
 pub use actor::{
-    CallTool, EndSession, FollowListChanges, GetStatus, ListTools, Listing, UpstreamActor, UpstreamStatus,
+    CallTool, Called, EndSession, FollowListChanges, GetStatus, ListTools, Listing, UpstreamActor, UpstreamStatus,
     NOTIFICATION_BUFFER,
 };
-pub use ask::{alongside, Ask, Asker, Interaction, Reply, Round};
 pub use cancel::{cancel_pair, CancelHandle, CancelToken};
 pub use connection::UpstreamSpec;
 pub use list_changes::ToolsChanged;

@@ -1,0 +1,70 @@
+//! The runtime home of asking: how a question an upstream asks during a call travels to the
+//! client and its answer back. The pure rules (the [`Question`](proxy_core::asking::Question)
+//! type, the era translations, the bounds, the timeouts) are `proxy_core::asking`; here is
+//! what moves them.
+//!
+//! # Layout
+//! - `asker.rs`: the call's side: [`Interaction`] (what a `CallTool` may ask), the hand-over
+//!   of one question ([`Interaction::pose`] → [`Ask`] on the call's [`Asker`]) and the wait
+//!   for its answer ([`Pending`], the asker's guard of the question timeout); the upstream
+//!   actor only calls these.
+//!
+//! [`alongside`] runs a call while its questions are served (in the upstream actor and the
+//! HTTP layer).
+
+mod asker;
+
+pub use asker::{asked_outcome, asker, Ask, Asker, Interaction, Pending};
+
+/// Runs `work` to its end while `side` (work that serves it, such as answering its questions)
+/// runs alongside; `side` is dropped when `work` ends, and `work` still runs to its end when
+/// `side` ends first. The upstream actor serves an upstream's requests on a call's stream
+/// this way; the HTTP layer relays a call's questions to its client.
+pub async fn alongside<T>(
+    work: impl std::future::Future<Output = T>,
+    side: impl std::future::Future<Output = ()>,
+) -> T {
+    tokio::pin!(work);
+    tokio::select! {
+        out = &mut work => out,
+        () = side => work.await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::sync::oneshot;
+
+    /// Sets a flag when dropped.
+    struct DropFlag(std::rc::Rc<std::cell::Cell<bool>>);
+
+    impl Drop for DropFlag {
+        fn drop(&mut self) {
+            self.0.set(true);
+        }
+    }
+
+    #[tokio::test]
+    async fn the_side_is_dropped_when_the_work_ends() {
+        let dropped = std::rc::Rc::new(std::cell::Cell::new(false));
+        let flag = DropFlag(dropped.clone());
+        let side = async move {
+            let _flag = flag;
+            std::future::pending::<()>().await
+        };
+        assert_eq!(alongside(async { 7 }, side).await, 7);
+        assert!(dropped.get(), "the side future was dropped with the work's end");
+    }
+
+    #[tokio::test]
+    async fn the_work_runs_on_after_the_side_ends() {
+        let (tx, rx) = oneshot::channel::<u32>();
+        let work = async move { rx.await.unwrap_or(0) };
+        let side = async move {
+            // the side ends first, having served the work
+            let _ = tx.send(5);
+        };
+        assert_eq!(alongside(work, side).await, 5);
+    }
+}
