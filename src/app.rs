@@ -24,7 +24,7 @@
 //!   (`proxy_core::request_state`: the upstream's state, the tool, a digest of the arguments,
 //!   an expiry); the retry opens it and continues the upstream's round. A 2025 upstream asks on
 //!   its open call: the call runs as a task, and when it asks, it is held
-//!   (`proxy_actors::held`) under an id the sealed state names, and its questions go to the
+//!   (by the asking desk, `proxy_actors::asking`) under an id the sealed state names, and its questions go to the
 //!   client as an `input_required` result; the retry takes it, answers the questions, and
 //!   waits again. A held call not resumed within `ELICITATION_TIMEOUT_SEC` expires: its
 //!   questions time out (the upstream is told so), and a call still running 2 s later is
@@ -56,13 +56,12 @@ use tokio::sync::watch;
 
 use mcp_wire::asks::Askable;
 use mcp_wire::trace::CallTrace;
-use proxy_actors::asking::Asker;
+use proxy_actors::asking::{Asker, Desk};
 use proxy_actors::catalog::{CatalogActor, Refresh, RefreshReason};
 use proxy_actors::embedding::{EmbedQueries, Phase, SemanticIndex, SemanticState};
-use proxy_actors::held::HeldCalls;
 use proxy_actors::retrieval::{self, ClientKey, RetrievalTracker};
 use proxy_actors::upstream::{CancelToken, UpstreamActor};
-use proxy_core::asking::{Limits, Timeouts, MAX_HELD_TOTAL};
+use proxy_core::asking::Timeouts;
 use proxy_core::catalog::Snapshot;
 use proxy_core::request_state::Sealer;
 use proxy_core::tools::{
@@ -81,7 +80,6 @@ mod peers;
 #[cfg(test)]
 mod tests;
 
-use held::Held;
 pub use peers::{Actors, Peers};
 
 /// The application service: the actors it talks to and what they publish.
@@ -99,8 +97,9 @@ pub struct App<P: Peers = Actors> {
     pub semantic: watch::Receiver<SemanticState>,
     /// Seals and opens the `requestState` of 2026-07-28 rounds.
     sealer: Sealer,
-    /// Calls held for 2026-07-28 clients between a question and its answers.
-    held: Addr<HeldCalls<Held>>,
+    /// What waits on a client: the questions posted to 2025-era sessions, and the calls held
+    /// for 2026-07-28 clients between a question and its answers.
+    desk: Addr<Desk>,
     /// How long a question waits for its answer (`ELICITATION_TIMEOUT_SEC`).
     timeouts: Timeouts,
 }
@@ -180,10 +179,7 @@ impl<P: Peers> App<P> {
         semantic: watch::Receiver<SemanticState>,
         asking: &crate::config::Asking,
     ) -> App<P> {
-        let held = HeldCalls::new(Limits {
-            per_owner: asking.max_pending,
-            total: MAX_HELD_TOTAL,
-        });
+        let timeouts = Timeouts::new(asking.timeout);
         App {
             peers,
             snapshots,
@@ -191,14 +187,20 @@ impl<P: Peers> App<P> {
             metrics,
             semantic,
             sealer: Sealer::new(asking.state_secret.as_deref()),
-            held: actix::Actor::start(held),
-            timeouts: Timeouts::new(asking.timeout),
+            desk: actix::Actor::start(Desk::new(timeouts, asking.max_pending)),
+            timeouts,
         }
     }
 
     /// How long a tool's question waits for the client's answer.
     pub fn timeouts(&self) -> Timeouts {
         self.timeouts
+    }
+
+    /// The asking desk (see `proxy_actors::asking`): the HTTP layer posts a 2025-era
+    /// client's questions there and delivers its answers.
+    pub fn desk(&self) -> &Addr<Desk> {
+        &self.desk
     }
 
     /// The catalog's current snapshot.

@@ -22,6 +22,9 @@
 //!                                     tool vectors ┄┄► App
 //! http::mcp ─► ClientSessions: ended legacy sessions (published the same way), calls in
 //!              flight that a client may cancel
+//!          └─► asking Desk (through App): a 2025-era client's questions, posted and framed
+//!              on its call's stream, its answers delivered; calls held for 2026-07-28
+//!              clients (proxy_actors::asking; the rules in proxy_core::asking)
 //! ```
 //!
 //! `GET /metrics` (http::metrics) encodes the process's one `Metrics` (proxy-metrics), which
@@ -45,7 +48,8 @@
 //!
 //! The other crates: `mcp-wire` (the protocol as data), `tool-search` (the index),
 //! `proxy-core` (the four tools' typed requests and outcomes, the snapshot, the manifest),
-//! `proxy-actors` (the catalog, upstream, embedding, client-session and retrieval actors),
+//! `proxy-actors` (the catalog, upstream, embedding, client-session, asking-desk and retrieval
+//! actors),
 //! `upstream-http` (the HTTP client of the upstreams: transport, TLS trust, egress proxies,
 //! `UpstreamError`), `proxy-metrics` (the metrics and their OpenMetrics text), `embed` (the
 //! sentence-embedding model and the vector store), `demo-upstream` (the embedded demo server),

@@ -30,12 +30,11 @@
 //!
 //! - [`asking`]: the runtime of the questions a tool asks its caller (elicitation, sampling,
 //!   roots): what a call may ask and the hand-over of one question (the upstream actor's
-//!   only part); the pure rules are `proxy_core::asking`.
+//!   only part); `Desk`, the actor that owns what waits on a client (the questions posted to
+//!   2025-era sessions, the calls held for 2026-07-28 clients); the 2025-era client's stream
+//!   driver. The pure rules are `proxy_core::asking`.
 //! - [`sessions`]: `ClientSessions`, the 2025-era client sessions the proxy mints: ended ids
-//!   (published on a `watch` channel), the cancel handles of calls in flight, and the
-//!   questions waiting for the client's response.
-//! - [`held`]: `HeldCalls`, calls held open for a 2026-07-28 client between the
-//!   `input_required` result that asked it something and its retry with the answers.
+//!   (published on a `watch` channel) and the cancel handles of calls in flight.
 //! - [`retrieval`]: `RetrievalTracker`, retrieval telemetry: each client's last search, and
 //!   where its next call ranked in it.
 //!
@@ -55,7 +54,6 @@
 pub mod asking;
 pub mod catalog;
 pub mod embedding;
-pub mod held;
 pub mod retrieval;
 pub mod sessions;
 pub mod upstream;

@@ -10,13 +10,9 @@
 //!
 //! A session also carries what its client declared it can be asked at `initialize`
 //! (elicitation, sampling, roots): in the id itself (`mcp_wire::asks::Askable::session_suffix`),
-//! so no table is needed to know it. While a call of the session is open, the questions its
-//! upstream asks the client wait here ([`Pose`]) until the client POSTs its response
-//! ([`Answered`], routed by session and the proxy-owned id) or the question is withdrawn
-//! ([`Withdraw`]: timed out, or its call ended); ending the session drops them (the upstream
-//! is then told the client went away). A session has at most `limit` questions waiting. The
-//! questions live in this process: a client's response must reach the instance that asked
-//! (legacy sessions are sticky, see the deployment docs).
+//! so no table is needed to know it. The questions waiting for a session's client are not
+//! here: the asking desk holds them (`crate::asking`), and ending a session ends them there
+//! too.
 //!
 //! Every request that carries a session id must know whether it was ended, so the actor
 //! publishes the ended set on a `watch` channel: the actor is its only writer (in place, on
@@ -29,7 +25,6 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use actix::prelude::*;
 use mcp_wire::asks::Askable;
-use mcp_wire::jsonrpc::RpcError;
 use tokio::sync::{oneshot, watch};
 
 /// At most this many ended session ids are remembered.
@@ -81,14 +76,6 @@ impl Ended {
 
 pub struct ClientSessions {
     ended: watch::Sender<EndedIds>,
-    /// (session id, proxy-owned request id) → where the client's response goes.
-    questions: HashMap<(String, String), oneshot::Sender<Result<serde_json::Value, RpcError>>>,
-    /// Questions waiting per session.
-    waiting: HashMap<String, usize>,
-    /// Numbers the proxy-owned request ids, after a random prefix of this process (an answer
-    /// meant for a question of an earlier process, or of another replica, reaches nothing).
-    next_question: u64,
-    question_prefix: String,
     /// (session id, request id as text) → dropping the sender cancels the call.
     inflight: HashMap<(String, String), oneshot::Sender<()>>,
     /// Cancels of calls not in `inflight` (yet), with when they came.
@@ -99,10 +86,6 @@ impl Default for ClientSessions {
     fn default() -> Self {
         ClientSessions {
             ended: watch::channel(EndedIds::default()).0,
-            questions: HashMap::new(),
-            waiting: HashMap::new(),
-            next_question: 1,
-            question_prefix: mint_id(Askable::NONE).map_or_else(|| "0".into(), |id| id[..8].to_string()),
             inflight: HashMap::new(),
             early_cancels: HashMap::new(),
         }
@@ -129,97 +112,6 @@ pub fn mint_id(askable: Askable) -> Option<String> {
     let mut id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     id.push_str(&askable.session_suffix());
     Some(id)
-}
-
-/// A question for a session's client: registers where its response goes, and returns the
-/// proxy-owned request id to send it under (`None`: the session has `limit` questions waiting
-/// already).
-#[derive(Message)]
-#[rtype(result = "Option<String>")]
-pub struct Pose {
-    pub session: String,
-    pub reply: oneshot::Sender<Result<serde_json::Value, RpcError>>,
-    pub limit: usize,
-}
-
-/// A client's response (result or error) to the question `id`; whether it was awaited.
-#[derive(Message)]
-#[rtype(result = "bool")]
-pub struct Answered {
-    pub session: String,
-    pub id: String,
-    pub response: Result<serde_json::Value, RpcError>,
-}
-
-/// The question is no longer awaited (answered, timed out, or its call ended).
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Withdraw {
-    pub session: String,
-    pub id: String,
-}
-
-impl ClientSessions {
-    fn forget_question(
-        &mut self,
-        key: &(String, String),
-    ) -> Option<oneshot::Sender<Result<serde_json::Value, RpcError>>> {
-        let reply = self.questions.remove(key)?;
-        if let Some(n) = self.waiting.get_mut(&key.0) {
-            *n -= 1;
-            if *n == 0 {
-                self.waiting.remove(&key.0);
-            }
-        }
-        Some(reply)
-    }
-}
-
-impl Handler<Pose> for ClientSessions {
-    type Result = Option<String>;
-
-    fn handle(&mut self, msg: Pose, _: &mut Self::Context) -> Option<String> {
-        // questions of this session nobody waits for any more (their call's future was dropped
-        // before it could withdraw them) give their places back
-        let session = msg.session.as_str();
-        let stale: Vec<(String, String)> = self
-            .questions
-            .iter()
-            .filter(|((s, _), reply)| s == session && reply.is_closed())
-            .map(|(k, _)| k.clone())
-            .collect();
-        for key in stale {
-            self.forget_question(&key);
-        }
-        let waiting = self.waiting.entry(msg.session.clone()).or_insert(0);
-        if *waiting >= msg.limit {
-            return None;
-        }
-        *waiting += 1;
-        let id = format!("mcp-search-proxy-{}-{}", self.question_prefix, self.next_question);
-        self.next_question += 1;
-        self.questions.insert((msg.session, id.clone()), msg.reply);
-        Some(id)
-    }
-}
-
-impl Handler<Answered> for ClientSessions {
-    type Result = bool;
-
-    fn handle(&mut self, msg: Answered, _: &mut Self::Context) -> bool {
-        match self.forget_question(&(msg.session, msg.id)) {
-            Some(reply) => reply.send(msg.response).is_ok(),
-            None => false,
-        }
-    }
-}
-
-impl Handler<Withdraw> for ClientSessions {
-    type Result = ();
-
-    fn handle(&mut self, msg: Withdraw, _: &mut Self::Context) {
-        self.forget_question(&(msg.session, msg.id));
-    }
 }
 
 /// Ends a session: later requests carrying it get 404 (once this message is handled).
@@ -257,9 +149,6 @@ impl Handler<End> for ClientSessions {
 
     fn handle(&mut self, msg: End, _: &mut Self::Context) {
         self.inflight.retain(|(s, _), _| *s != msg.0);
-        // dropping a question's sender tells its call the client went away
-        self.questions.retain(|(s, _), _| *s != msg.0);
-        self.waiting.remove(&msg.0);
         self.early_cancels.retain(|(s, _), _| *s != msg.0);
         self.ended.send_modify(|ended| ended.insert(msg.0, MAX_ENDED));
     }
@@ -324,80 +213,6 @@ mod tests {
         assert!(c.bytes().all(|c| c.is_ascii_graphic()), "a valid header value: {c}");
         assert_eq!(Askable::of_session_id(&c), roots);
         assert!(Askable::of_session_id(&a).is_empty());
-    }
-
-    async fn pose(
-        s: &Addr<ClientSessions>,
-        session: &str,
-    ) -> (Option<String>, oneshot::Receiver<Result<serde_json::Value, RpcError>>) {
-        let (tx, rx) = oneshot::channel();
-        let id = s
-            .send(Pose {
-                session: session.into(),
-                reply: tx,
-                limit: 2,
-            })
-            .await
-            .unwrap();
-        (id, rx)
-    }
-
-    async fn answer(s: &Addr<ClientSessions>, session: &str, id: &str, v: i64) -> bool {
-        s.send(Answered {
-            session: session.into(),
-            id: id.into(),
-            response: Ok(serde_json::json!(v)),
-        })
-        .await
-        .unwrap()
-    }
-
-    #[actix::test]
-    async fn responses_reach_the_question_of_their_own_session_only() {
-        let s = ClientSessions::default().start();
-        let (a, ra) = pose(&s, "a").await;
-        let (b, rb) = pose(&s, "b").await;
-        let (a, b) = (a.unwrap(), b.unwrap());
-        assert_ne!(a, b, "ids are unique across sessions");
-        // a response on the wrong session, or to an unknown id, reaches nothing
-        assert!(!answer(&s, "b", &a, 0).await);
-        assert!(!answer(&s, "a", "mcp-search-proxy-999", 0).await);
-        assert!(answer(&s, "b", &b, 2).await);
-        assert!(answer(&s, "a", &a, 1).await);
-        assert_eq!(ra.await.unwrap(), Ok(serde_json::json!(1)));
-        assert_eq!(rb.await.unwrap(), Ok(serde_json::json!(2)));
-        // answered once
-        assert!(!answer(&s, "a", &a, 1).await);
-    }
-
-    #[actix::test]
-    async fn questions_are_bounded_per_session_and_dropped_with_it() {
-        let s = ClientSessions::default().start();
-        let (q1, r1) = pose(&s, "a").await;
-        let (q2, _r2) = pose(&s, "a").await;
-        assert!(q1.is_some() && q2.is_some());
-        assert_eq!(pose(&s, "a").await.0, None, "limit 2 per session");
-        // another session has its own bound; a question nobody waits for any more (its
-        // call's receiver dropped before it withdrew it) gives its place back
-        let (b1, rb1) = pose(&s, "b").await;
-        let (b2, _rb2) = pose(&s, "b").await;
-        assert!(b1.is_some() && b2.is_some());
-        drop(rb1);
-        assert!(pose(&s, "b").await.0.is_some(), "the stale question was purged");
-        s.send(Withdraw {
-            session: "a".into(),
-            id: q2.unwrap(),
-        })
-        .await
-        .unwrap();
-        let (q3, r3) = pose(&s, "a").await;
-        assert!(q3.is_some(), "a withdrawn question frees its place");
-        s.send(End("a".into())).await.unwrap();
-        assert!(
-            r1.await.is_err() && r3.await.is_err(),
-            "ending the session drops its questions"
-        );
-        assert!(!answer(&s, "a", &q1.unwrap(), 0).await);
     }
 
     #[test]

@@ -1,16 +1,16 @@
 //! A 2026-07-28 client's call held while it asks (see the module docs of `app`): the call
-//! runs as a task; when its upstream asks, it is held (`HeldCalls`) and its questions become
-//! the client's `input_required` round; the retry answers them and drives it on.
+//! runs as a task; when its upstream asks, it is held (a `HeldCall` at the asking desk) and
+//! its questions become the client's `input_required` round; the retry answers them and
+//! drives it on.
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use proxy_actors::asking::Ask;
-use proxy_actors::held::{Expire, Hold, Take};
-use proxy_actors::upstream::{cancel_pair, CallTool, CancelHandle, CancelToken};
-use proxy_core::asking::{self, Answer, Decline, Timeouts};
+use proxy_actors::asking::{Ask, HeldCall, Hold, Take};
+use proxy_actors::upstream::{cancel_pair, CallTool, CancelToken};
+use proxy_core::asking::{Decline, Timeouts};
 use proxy_core::request_state::{self, Claims, Resume};
 use proxy_core::tools::CallOutcome;
 use proxy_metrics::Metrics;
@@ -19,61 +19,13 @@ use upstream_http::UpstreamError;
 use super::call::{relay, state_refused, CallId};
 use super::{failure, App, CallContext, Peers};
 
-/// A call held for a 2026-07-28 client while it answers the call's questions (see the module
-/// docs): the running call's outcome, its questions (asked and waiting, and the next ones),
-/// its notifications, and the handle whose drop cancels it upstream.
-pub struct Held {
-    outcome: oneshot::Receiver<CallOutcome>,
-    questions: mpsc::Receiver<Ask>,
-    waiting: Vec<(String, Ask)>,
-    next_key: u32,
-    /// The question timeout, for the expiry.
-    timeouts: Timeouts,
-    events: mpsc::Receiver<Value>,
-    cancel: CancelHandle,
-    upstream: String,
-    tool: String,
-}
-
-impl Held {
-    /// Takes `ask` and any more questions already sent, each under its key (`q1`, `q2`, …),
-    /// and drops the waiting questions the call stopped waiting for (timed out on its side).
-    fn take_questions(&mut self, ask: Ask) {
-        let mut asked = vec![ask];
-        while let Ok(more) = self.questions.try_recv() {
-            asked.push(more);
-        }
-        for ask in asked {
-            let key = format!("q{}", self.next_key);
-            self.next_key += 1;
-            self.waiting.push((key, ask));
-        }
-        self.waiting.retain(|(_, ask)| !ask.reply.is_closed());
-    }
-}
-
-impl Expire for Held {
-    /// As for a 2025-era client that does not answer: the questions time out (the upstream is
-    /// told so and its tool may end as it sees fit); a call still running after
-    /// [`asking::EXPIRY_GRACE`] is cancelled.
-    fn expire(mut self) {
-        for (_, ask) in self.waiting.drain(..) {
-            let _ = ask.reply.send(Answer::TimedOut);
-        }
-        actix::spawn(async move {
-            let _ = tokio::time::timeout(self.timeouts.expiry_grace(), &mut self.outcome).await;
-            self.cancel.cancel(upstream_http::CancelReason::Unanswered);
-        });
-    }
-}
-
 impl<P: Peers> App<P> {
     /// Waits for a 2026-07-28 client's call (running as a task) to end or to ask something;
     /// its notifications go to the client's request meanwhile. When it asks, it is held and
     /// its questions become the client's `input_required` round.
     pub(super) async fn drive(
         &self,
-        mut held: Held,
+        mut held: HeldCall,
         events: Option<mpsc::Sender<Value>>,
         mut cancel: Option<CancelToken>,
         holder: String,
@@ -112,19 +64,17 @@ impl<P: Peers> App<P> {
     /// its waiting questions become the client's `input_required` round. `Err`: the call goes
     /// on being driven (its questions were all closed, or declined: too many calls held for
     /// this client).
-    async fn hold(&self, mut held: Held, ask: Ask, holder: &str, id: &CallId) -> Result<CallOutcome, Held> {
-        held.take_questions(ask);
-        if held.waiting.is_empty() {
+    async fn hold(&self, mut held: HeldCall, ask: Ask, holder: &str, id: &CallId) -> Result<CallOutcome, HeldCall> {
+        if !held.take_questions(ask) {
             return Err(held);
         }
-        let requests = asking::input_requests(held.waiting.iter().map(|(key, ask)| (key.as_str(), &ask.question)));
+        let requests = held.round();
         let (upstream, tool) = (held.upstream.clone(), held.tool.clone());
         let hold = Hold {
-            client: holder.to_string(),
-            item: held,
-            ttl: self.timeouts.held_ttl(),
+            group: holder.to_string(),
+            call: held,
         };
-        match self.held.send(hold).await {
+        match self.desk.send(hold).await {
             Ok(Ok(held_id)) => Ok(CallOutcome::InputRequired {
                 state: self.seal(id, Resume::Held { id: held_id }),
                 upstream,
@@ -133,9 +83,7 @@ impl<P: Peers> App<P> {
             }),
             Ok(Err(mut back)) => {
                 // too many calls held for this client: its questions are declined
-                for (_, ask) in back.waiting.drain(..) {
-                    let _ = ask.reply.send(Answer::Declined(Decline::GroupFull));
-                }
+                back.decline_waiting(Decline::GroupFull);
                 Err(back)
             }
             Err(_) => Ok(CallOutcome::Failed(failure(
@@ -155,19 +103,13 @@ impl<P: Peers> App<P> {
         ctx: CallContext,
         id: &CallId,
     ) -> CallOutcome {
-        let Ok(Some(mut held)) = self.held.send(Take::<Held>::new(held_id)).await else {
+        let Ok(Some(mut held)) = self.desk.send(Take(held_id.to_string())).await else {
             return self.counted(state_refused(
                 &id.name,
                 "the call that asked is no longer held: it expired (ELICITATION_TIMEOUT_SEC), was resumed already, or is held by another instance of the proxy (keep a client on one instance); call the tool again without requestState".into(),
             ));
         };
-        let responses = match responses {
-            Some(Value::Object(m)) => m,
-            _ => Map::new(),
-        };
-        for (key, ask) in held.waiting.drain(..) {
-            let _ = ask.reply.send(asking::answer_in_retry(&responses, &key));
-        }
+        held.answer_waiting(responses);
         self.drive(held, ctx.events, ctx.cancel, ctx.talk.holder, id).await
     }
 
@@ -208,7 +150,7 @@ impl<P: Peers> App<P> {
 }
 
 /// A 2026-07-28 client's call that can be asked, started as a task ([`relay`]) that may be
-/// held between the client's requests: the [`Held`] call (its outcome, questions,
+/// held between the client's requests: the [`HeldCall`] (its outcome, questions,
 /// notifications and the handle whose drop cancels it), and the client's own notification
 /// sink and cancel token, which [`App::drive`] serves.
 pub(super) fn spawn_held<P: Peers>(
@@ -219,7 +161,7 @@ pub(super) fn spawn_held<P: Peers>(
     repairs: Vec<String>,
     questions: mpsc::Receiver<Ask>,
     timeouts: Timeouts,
-) -> (Held, Option<mpsc::Sender<Value>>, Option<CancelToken>) {
+) -> (HeldCall, Option<mpsc::Sender<Value>>, Option<CancelToken>) {
     let (tx_events, events) = mpsc::channel(proxy_actors::upstream::NOTIFICATION_BUFFER);
     let client_events = call.notifications.replace(tx_events);
     let (cancel, token) = cancel_pair();
@@ -232,22 +174,19 @@ pub(super) fn spawn_held<P: Peers>(
             let _ = done.send(relay::<P>(metrics, to, &upstream, call, repairs).await);
         }
     });
-    let held = Held {
+    let held = HeldCall::new(
         outcome,
         questions,
-        waiting: Vec::new(),
-        next_key: 1,
-        timeouts,
         events,
         cancel,
-        upstream: upstream.to_string(),
-        tool,
-    };
+        (upstream.to_string(), tool),
+        timeouts,
+    );
     (held, client_events, client_cancel)
 }
 
 /// A held call whose task ended without an outcome, or whose client went away.
-fn gone(held: &Held) -> CallOutcome {
+fn gone(held: &HeldCall) -> CallOutcome {
     CallOutcome::Failed(failure(
         &held.upstream,
         &held.tool,

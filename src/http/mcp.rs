@@ -23,8 +23,10 @@
 //! answered as an SSE stream ([`stream`]) when it carries a `progressToken` or a `logLevel`
 //! opt-in (the upstream's notifications are relayed as they arrive), or when it comes on a
 //! 2025-era session that can be asked something: the questions a tool asks (elicitation,
-//! sampling, roots) are then sent on that stream under proxy-owned ids, and the client's
-//! response, POSTed on its session, is routed back to the waiting call (`sessions::Answered`).
+//! sampling, roots) are then sent on that stream under proxy-owned ids
+//! (`proxy_actors::asking::relay_questions`, framed by [`stream::CallStream`]), and the
+//! client's response, POSTed on its session, is delivered to the waiting call at the asking
+//! desk (`proxy_actors::asking::Deliver`).
 //! A 2026-07-28 client is asked in `input_required` rounds instead (see `crate::app`): its
 //! `_meta` capabilities and log level, and a retry's `inputResponses`/`requestState`, are read
 //! here and handed to the application.
@@ -47,11 +49,11 @@ use mcp_wire::jsonrpc::{self, Incoming, Request, RequestId, RpcError};
 use mcp_wire::raw::RawObject;
 use mcp_wire::trace::CallTrace;
 use mcp_wire::{modern, version, Era};
-use proxy_actors::asking::{alongside, Ask};
+use proxy_actors::asking::{alongside, relay_questions, Deliver, EndSession};
 use proxy_actors::retrieval::ClientKey;
 use proxy_actors::sessions;
 use proxy_actors::upstream::{cancel_pair, CancelHandle};
-use proxy_core::asking::{self, Decline, Question, Withdrawal, LEGACY_LOG_LEVEL};
+use proxy_core::asking::{self, LEGACY_LOG_LEVEL};
 use proxy_core::tools::{ToolOutcome, ToolRequest, ToolResult};
 use upstream_http::CancelReason;
 
@@ -344,20 +346,13 @@ async fn answered(
         log::debug!("client response without a session or a proxy-owned id: ignored");
         return;
     };
-    let response = match (result, error) {
-        (Some(result), _) => Ok(result),
-        (None, Some(error)) => Err(error),
-        (None, None) => Err(RpcError::new(
-            jsonrpc::INVALID_REQUEST,
-            "The client's response had neither result nor error",
-        )),
-    };
     let delivered = state
-        .sessions
-        .send(sessions::Answered {
+        .app
+        .desk()
+        .send(Deliver {
             session: session.to_string(),
             id,
-            response,
+            answer: asking::Answer::from_response(result, error),
         })
         .await
         .unwrap_or(false);
@@ -620,7 +615,7 @@ fn modern_stamp_raw(result: &mut RawObject) {
 /// Answers a `tools/call` as an SSE stream (see [`stream::notifications_then`]). Dropping the
 /// stream (the client left) drops the call's cancel handle, which cancels it upstream. On a
 /// 2025-era session that can be asked, the tool's questions go on the stream too
-/// ([`relay_questions`]).
+/// (`proxy_actors::asking::relay_questions`).
 fn stream_call(state: web::Data<AppState>, request: Request, mut call: Call) -> HttpResponse {
     let (tx, rx) = mpsc::channel::<Value>(proxy_actors::upstream::NOTIFICATION_BUFFER);
     let keepalive = state.settings.sse_keepalive;
@@ -657,7 +652,15 @@ fn stream_call(state: web::Data<AppState>, request: Request, mut call: Call) -> 
             }
         };
         let outcome = match questions {
-            Some((session, questions)) => alongside(work, relay_questions(&state, session, questions, tx)).await,
+            Some((session, questions)) => {
+                let stream = stream::CallStream(tx);
+                let app = &state.app;
+                alongside(
+                    work,
+                    relay_questions(app.desk(), app.timeouts(), &session, questions, &stream),
+                )
+                .await
+            }
             None => {
                 drop(tx);
                 work.await
@@ -671,127 +674,6 @@ fn stream_call(state: web::Data<AppState>, request: Request, mut call: Call) -> 
         }
     });
     stream::notifications_then(reply, rx, keepalive)
-}
-
-/// Relays a 2025-era call's questions to its client, each on the call's stream under a
-/// proxy-owned id, and hands each response (or why there is none) back to the call.
-async fn relay_questions(
-    state: &AppState,
-    session: String,
-    mut questions: mpsc::Receiver<Ask>,
-    stream: mpsc::Sender<Value>,
-) {
-    let mut asking = futures_util::stream::FuturesUnordered::new();
-    loop {
-        tokio::select! {
-            ask = questions.recv() => match ask {
-                Some(ask) => asking.push(pose(state, &session, ask, &stream)),
-                None => break,
-            },
-            Some(()) = futures_util::StreamExt::next(&mut asking), if !asking.is_empty() => {}
-        }
-    }
-    while futures_util::StreamExt::next(&mut asking).await.is_some() {}
-}
-
-/// One question on a client's stream: registered with its session (bounded per session), sent,
-/// and waited for until the client responds, `ELICITATION_TIMEOUT_SEC` passes, the session
-/// ends, or the call stops waiting. A question that ends without the client's answer (timed
-/// out, or its call ended first) is withdrawn on the stream too: the client gets
-/// `notifications/cancelled` for it, so it can put the prompt away.
-async fn pose(state: &AppState, session: &str, ask: Ask, stream: &mpsc::Sender<Value>) {
-    let Ask {
-        question: Question { method, params },
-        mut reply,
-    } = ask;
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let limit = state.settings.asking.max_pending;
-    let posed = state.sessions.send(sessions::Pose {
-        session: session.to_string(),
-        reply: tx,
-        limit,
-    });
-    let Ok(Some(id)) = posed.await else {
-        let _ = reply.send(asking::Answer::Declined(Decline::SessionFull {
-            method: method.as_str().to_string(),
-            limit,
-        }));
-        return;
-    };
-    // the question is withdrawn however this ends (answered, timed out, or dropped with its call)
-    let mut withdraw = Withdraw {
-        sessions: state.sessions.clone(),
-        session: session.to_string(),
-        id: id.clone(),
-        stream: Some(stream.clone()),
-        reason: Withdrawal::CallEnded,
-    };
-    let mut question = serde_json::Map::new();
-    question.insert("jsonrpc".into(), json!("2.0"));
-    question.insert("id".into(), json!(id));
-    question.insert("method".into(), json!(method.as_str()));
-    if let Some(p) = params {
-        question.insert("params".into(), p);
-    }
-    // the question's time counts from now: a client that stopped reading its stream (a full
-    // buffer) does not hold it longer
-    let deadline = state.app.timeouts().deadline(tokio::time::Instant::now());
-    match tokio::time::timeout_at(deadline, stream.send(Value::Object(question))).await {
-        Ok(Ok(())) => {}
-        Ok(Err(_)) => {
-            let _ = reply.send(asking::Answer::Gone);
-            return;
-        }
-        Err(_) => {
-            let _ = reply.send(asking::Answer::TimedOut);
-            return;
-        }
-    }
-    let answer = tokio::select! {
-        r = tokio::time::timeout_at(deadline, rx) => match r {
-            Ok(Ok(Ok(result))) => asking::Answer::Result(result),
-            Ok(Ok(Err(error))) => asking::Answer::Error(error),
-            Ok(Err(_)) => {
-                withdraw.reason = Withdrawal::SessionEnded;
-                asking::Answer::Gone
-            }
-            Err(_) => {
-                withdraw.reason = Withdrawal::TimedOut;
-                asking::Answer::TimedOut
-            }
-        },
-        () = reply.closed() => return,
-    };
-    if matches!(answer, asking::Answer::Result(_) | asking::Answer::Error(_)) {
-        withdraw.stream = None;
-    }
-    let _ = reply.send(answer);
-}
-
-/// Withdraws a question from its session's table when dropped, and, unless the client
-/// answered it (`stream` taken), from the client's stream.
-struct Withdraw {
-    sessions: actix::Addr<sessions::ClientSessions>,
-    session: String,
-    id: String,
-    stream: Option<mpsc::Sender<Value>>,
-    reason: Withdrawal,
-}
-
-impl Drop for Withdraw {
-    fn drop(&mut self) {
-        if let Some(stream) = self.stream.take() {
-            let note = jsonrpc::notification(
-                "notifications/cancelled",
-                Some(json!({"requestId": self.id, "reason": self.reason.reason()})),
-            );
-            let _ = stream.try_send(note);
-        }
-        self.sessions.do_send(sessions::Withdraw {
-            session: std::mem::take(&mut self.session),
-            id: std::mem::take(&mut self.id),
-        });
-    }
 }
 
 /// A request header's value, trimmed. `name` is a lower-case literal: looked up as a static
@@ -852,8 +734,13 @@ pub async fn other_method(req: HttpRequest, state: web::Data<AppState>) -> Resul
     let modern_claim = header_str(&req, "mcp-protocol-version").is_some_and(modern::is_modern);
     if req.method() == actix_web::http::Method::DELETE && !modern_claim {
         if let Some(sid) = header_str(&req, "mcp-session-id") {
-            // Awaited: a request sent after the DELETE's reply must see the session ended.
-            return match state.sessions.send(sessions::End(sid.to_string())).await {
+            // Awaited: a request sent after the DELETE's reply must see the session ended
+            // (published first), and its questions withdrawn.
+            let ended = match state.sessions.send(sessions::End(sid.to_string())).await {
+                Ok(()) => state.app.desk().send(EndSession(sid.to_string())).await,
+                Err(e) => Err(e),
+            };
+            return match ended {
                 Ok(()) => Ok(HttpResponse::Ok().finish()),
                 Err(_) => Err(HttpError::new(
                     StatusCode::SERVICE_UNAVAILABLE,

@@ -1,5 +1,6 @@
 //! How answers leave: one JSON body, one SSE event, or an SSE stream of the notifications an
-//! upstream sends while a call runs (progress), then the result.
+//! upstream sends while a call runs (progress), then the result. A tool's question to a
+//! 2025-era client goes on that same stream, framed here ([`CallStream`]).
 
 use std::future::Future;
 use std::time::Duration;
@@ -7,10 +8,12 @@ use std::time::Duration;
 use actix_web::http::header;
 use actix_web::HttpResponse;
 use bytes::Bytes;
-use serde_json::Value;
+use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
-use mcp_wire::sse;
+use mcp_wire::{jsonrpc, sse};
+use proxy_actors::asking::{ClientStream, Closed};
+use proxy_core::asking::{Question, Withdrawal};
 
 use super::checks::Accepts;
 
@@ -74,4 +77,31 @@ fn sse_response() -> actix_web::HttpResponseBuilder {
         .insert_header((header::CACHE_CONTROL, "no-cache"))
         .insert_header(("X-Accel-Buffering", "no"));
     b
+}
+
+/// A call's stream, as its questions reach a 2025-era client: each a JSON-RPC request under
+/// the proxy-owned id, on the same channel as the call's notifications (so they keep their
+/// order); a withdrawal is a `notifications/cancelled`.
+pub struct CallStream(pub mpsc::Sender<Value>);
+
+impl ClientStream for CallStream {
+    fn put(&self, id: &str, question: Question) -> impl Future<Output = Result<(), Closed>> {
+        let mut request = Map::new();
+        request.insert("jsonrpc".into(), json!("2.0"));
+        request.insert("id".into(), json!(id));
+        request.insert("method".into(), json!(question.method.as_str()));
+        if let Some(p) = question.params {
+            request.insert("params".into(), p);
+        }
+        let send = self.0.send(Value::Object(request));
+        async move { send.await.map_err(|_| Closed) }
+    }
+
+    fn withdraw(&self, id: &str, why: Withdrawal) {
+        let note = jsonrpc::notification(
+            "notifications/cancelled",
+            Some(json!({"requestId": id, "reason": why.reason()})),
+        );
+        let _ = self.0.try_send(note);
+    }
 }

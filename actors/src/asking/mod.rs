@@ -4,6 +4,16 @@
 //! what moves them.
 //!
 //! # Layout
+//! Each file imports only files listed below it.
+//! - `stream.rs`: the 2025-era client's side: [`relay_questions`] on the call's stream, over a
+//!   [`ClientStream`] the HTTP layer frames (the wire); the stream side's clock of the
+//!   question timeout, and the withdrawal of a question that ends unanswered.
+//! - `desk.rs`: [`Desk`], the actor that owns what waits on a client: the questions posted to
+//!   2025-era sessions (bounded per session, by proxy-owned id) and the calls held for
+//!   2026-07-28 clients (bounded per client group and in all, given up at the question
+//!   timeout).
+//! - `held.rs`: [`HeldCall`], a call held for a 2026-07-28 client: its waiting questions
+//!   keyed as the client's round, answered by its retry, or timed out and cancelled.
 //! - `asker.rs`: the call's side: [`Interaction`] (what a `CallTool` may ask), the hand-over
 //!   of one question ([`Interaction::pose`] → [`Ask`] on the call's [`Asker`]) and the wait
 //!   for its answer ([`Pending`], the asker's guard of the question timeout); the upstream
@@ -13,8 +23,14 @@
 //! HTTP layer).
 
 mod asker;
+mod desk;
+mod held;
+mod stream;
 
 pub use asker::{asked_outcome, asker, Ask, Asker, Interaction, Pending};
+pub use desk::{CountHeld, Deliver, Desk, EndSession, Hold, Post, Take, Withdraw};
+pub use held::HeldCall;
+pub use stream::{relay_questions, ClientStream, Closed};
 
 /// Runs `work` to its end while `side` (work that serves it, such as answering its questions)
 /// runs alongside; `side` is dropped when `work` ends, and `work` still runs to its end when

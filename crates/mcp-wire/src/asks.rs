@@ -1,8 +1,9 @@
 //! Requests a server sends its client while a tool runs — `elicitation/create`,
 //! `sampling/createMessage`, `roots/list` — as pure data: what a client declared it can answer
 //! ([`Askable`]), how that is declared upstream, carried in a legacy session id, and checked
-//! against a question; and the 2026-07-28 multi-round-trip shapes (`inputRequests`,
-//! `inputResponses`) that the same questions take in that era.
+//! against a question; and the 2026-07-28 `input_required` result's shape ([`input_round`]).
+//! The questions themselves, typed, and their translations between the eras are
+//! `proxy_core::asking`'s.
 //!
 //! The proxy bridges exactly these three methods (and answers `ping` itself); a client's other
 //! capabilities (tasks, experimental, …) are not carried upstream, since nothing could relay
@@ -184,30 +185,6 @@ pub fn methods_needing(capabilities: Option<&Value>) -> Vec<String> {
 /// code they do not know is still an error they report).
 pub const MISSING_CAPABILITY: i64 = -32021;
 
-/// One question of a 2026-07-28 `input_required` result: its key in `inputRequests`, the
-/// method and params.
-#[derive(Debug, Clone, PartialEq)]
-pub struct InputRequest {
-    pub key: String,
-    pub method: String,
-    pub params: Option<Value>,
-}
-
-/// The questions of an `inputRequests` map, at most `limit` (keys in the map's order);
-/// entries without a string `method` are skipped.
-pub fn input_requests(map: &Map<String, Value>, limit: usize) -> Vec<InputRequest> {
-    map.iter()
-        .filter_map(|(key, r)| {
-            Some(InputRequest {
-                key: key.clone(),
-                method: r.get("method")?.as_str()?.to_string(),
-                params: r.get("params").cloned(),
-            })
-        })
-        .take(limit)
-        .collect()
-}
-
 /// The longest upstream `requestState` the proxy carries (inside its own sealed state).
 pub const MAX_UPSTREAM_STATE: usize = 64 * 1024;
 
@@ -225,22 +202,6 @@ pub fn input_round(result: &RawObject) -> Option<(Map<String, Value>, Option<Str
         .get("requestState")
         .and_then(|v| serde_json::from_str::<String>(v.get()).ok());
     Some((requests, state))
-}
-
-/// An `inputRequests` map from questions.
-pub fn input_requests_map(questions: &[InputRequest]) -> Value {
-    let map: Map<String, Value> = questions
-        .iter()
-        .map(|q| {
-            let mut r = Map::new();
-            r.insert("method".into(), Value::from(q.method.as_str()));
-            if let Some(p) = &q.params {
-                r.insert("params".into(), p.clone());
-            }
-            (q.key.clone(), Value::Object(r))
-        })
-        .collect();
-    Value::Object(map)
 }
 
 #[cfg(test)]
@@ -312,22 +273,5 @@ mod tests {
         assert_eq!(methods_needing(Some(&caps)), [ELICIT, SAMPLE, "tasks"]);
         assert!(methods_needing(None).is_empty());
         assert!(methods_needing(Some(&json!("x"))).is_empty());
-    }
-
-    #[test]
-    fn input_requests_are_read_and_written_in_order_and_bounded() {
-        let map = json!({
-            "b": {"method": SAMPLE, "params": {"maxTokens": 5}},
-            "a": {"method": ELICIT},
-            "bad": {"params": {}},
-        });
-        let qs = input_requests(map.as_object().unwrap(), 10);
-        assert_eq!(qs.iter().map(|q| q.key.as_str()).collect::<Vec<_>>(), ["b", "a"]);
-        assert_eq!(qs[0].params, Some(json!({"maxTokens": 5})));
-        assert_eq!(
-            input_requests_map(&qs),
-            json!({"b": {"method": SAMPLE, "params": {"maxTokens": 5}}, "a": {"method": ELICIT}})
-        );
-        assert_eq!(input_requests(map.as_object().unwrap(), 1).len(), 1);
     }
 }
