@@ -1,16 +1,17 @@
 //! A 2026-07-28 client's call held while it asks (see the module docs of `app`): the call
-//! runs as a task; when its upstream asks, it is held (a `HeldCall` at the asking desk) and
-//! its questions become the client's `input_required` round; the retry answers them and
-//! drives it on.
+//! runs as a task, driven by `proxy_actors::asking` (when its upstream asks, it is held at
+//! the asking desk and its questions become the client's `input_required` round; the retry
+//! answers them and drives it on). Here: the task started, and what was driven told as the
+//! call's outcome, its round's `requestState` sealed.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use proxy_actors::asking::{Ask, HeldCall, Hold, Take};
+use proxy_actors::asking::{self, Ask, Driven, HeldCall};
 use proxy_actors::upstream::{cancel_pair, CallTool, CancelToken};
-use proxy_core::asking::{Decline, Timeouts};
+use proxy_core::asking::Timeouts;
 use proxy_core::request_state::{self, Claims, Resume};
 use proxy_core::tools::CallOutcome;
 use proxy_metrics::Metrics;
@@ -20,78 +21,19 @@ use super::call::{relay, state_refused, CallId};
 use super::{failure, App, CallContext, Peers};
 
 impl<P: Peers> App<P> {
-    /// Waits for a 2026-07-28 client's call (running as a task) to end or to ask something;
-    /// its notifications go to the client's request meanwhile. When it asks, it is held and
-    /// its questions become the client's `input_required` round.
+    /// Drives a 2026-07-28 client's call (running as a task) until it ends or asks something
+    /// (`proxy_actors::asking::drive`): an ended call's round is sealed; a call that asks is
+    /// held, and its questions become the client's `input_required` round.
     pub(super) async fn drive(
         &self,
-        mut held: HeldCall,
+        held: HeldCall,
         events: Option<mpsc::Sender<Value>>,
-        mut cancel: Option<CancelToken>,
+        cancel: Option<CancelToken>,
         holder: String,
         id: &CallId,
     ) -> CallOutcome {
-        let cancelled = async {
-            match cancel.as_mut() {
-                Some(t) => t.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::pin!(cancelled);
-        loop {
-            tokio::select! {
-                // an ended call is never held for one more useless round
-                biased;
-                outcome = &mut held.outcome => {
-                    while let Ok(note) = held.events.try_recv() {
-                        forward(&events, note);
-                    }
-                    let outcome = outcome.unwrap_or_else(|_| gone(&held));
-                    return self.sealed(outcome, id);
-                }
-                Some(note) = held.events.recv() => forward(&events, note),
-                // the client's request went away (dropping `held` cancels the call upstream)
-                _ = &mut cancelled => return gone(&held),
-                Some(ask) = held.questions.recv() => match self.hold(held, ask, &holder, id).await {
-                    Ok(outcome) => return outcome,
-                    Err(back) => held = back,
-                },
-            }
-        }
-    }
-
-    /// A held call's new questions (`ask`, and any more already sent): the call is held and
-    /// its waiting questions become the client's `input_required` round. `Err`: the call goes
-    /// on being driven (its questions were all closed, or declined: too many calls held for
-    /// this client).
-    async fn hold(&self, mut held: HeldCall, ask: Ask, holder: &str, id: &CallId) -> Result<CallOutcome, HeldCall> {
-        if !held.take_questions(ask) {
-            return Err(held);
-        }
-        let requests = held.round();
-        let (upstream, tool) = (held.upstream.clone(), held.tool.clone());
-        let hold = Hold {
-            group: holder.to_string(),
-            call: held,
-        };
-        match self.desk.send(hold).await {
-            Ok(Ok(held_id)) => Ok(CallOutcome::InputRequired {
-                state: self.seal(id, Resume::Held { id: held_id }),
-                upstream,
-                tool,
-                requests,
-            }),
-            Ok(Err(mut back)) => {
-                // too many calls held for this client: its questions are declined
-                back.decline_waiting(Decline::GroupFull);
-                Err(back)
-            }
-            Err(_) => Ok(CallOutcome::Failed(failure(
-                &upstream,
-                &tool,
-                UpstreamError::Unavailable,
-            ))),
-        }
+        let driven = asking::drive(&self.desk, held, events, cancel, &holder).await;
+        self.driven(driven, id)
     }
 
     /// A 2026-07-28 client's retry of a held call: its answers go to the waiting questions
@@ -103,14 +45,40 @@ impl<P: Peers> App<P> {
         ctx: CallContext,
         id: &CallId,
     ) -> CallOutcome {
-        let Ok(Some(mut held)) = self.desk.send(Take(held_id.to_string())).await else {
-            return self.counted(state_refused(
+        let group = &ctx.talk.holder;
+        match asking::resume(&self.desk, held_id, responses, ctx.events, ctx.cancel, group).await {
+            Some(driven) => self.driven(driven, id),
+            None => self.counted(state_refused(
                 &id.name,
                 "the call that asked is no longer held: it expired (ELICITATION_TIMEOUT_SEC), was resumed already, or is held by another instance of the proxy (keep a client on one instance); call the tool again without requestState".into(),
-            ));
-        };
-        held.answer_waiting(responses);
-        self.drive(held, ctx.events, ctx.cancel, ctx.talk.holder, id).await
+            )),
+        }
+    }
+
+    /// What a driven call tells its client: its outcome (a passed-through round sealed), the
+    /// round of a held call (sealed with the held id), or why it failed.
+    fn driven(&self, driven: Driven, id: &CallId) -> CallOutcome {
+        match driven {
+            Driven::Ended(outcome) => self.sealed(outcome, id),
+            Driven::Asked {
+                held,
+                requests,
+                upstream,
+                tool,
+            } => CallOutcome::InputRequired {
+                state: self.seal(id, Resume::Held { id: held }),
+                upstream,
+                tool,
+                requests,
+            },
+            Driven::Gone { upstream, tool } => {
+                let e = UpstreamError::Cancelled(upstream_http::CancelReason::ClientGone);
+                CallOutcome::Failed(failure(&upstream, &tool, e))
+            }
+            Driven::DeskGone { upstream, tool } => {
+                CallOutcome::Failed(failure(&upstream, &tool, UpstreamError::Unavailable))
+            }
+        }
     }
 
     /// A 2026-07-28 upstream's `input_required` round, passed through: the upstream's state
@@ -183,20 +151,4 @@ pub(super) fn spawn_held<P: Peers>(
         timeouts,
     );
     (held, client_events, client_cancel)
-}
-
-/// A held call whose task ended without an outcome, or whose client went away.
-fn gone(held: &HeldCall) -> CallOutcome {
-    CallOutcome::Failed(failure(
-        &held.upstream,
-        &held.tool,
-        UpstreamError::Cancelled(upstream_http::CancelReason::ClientGone),
-    ))
-}
-
-/// A notification of a held call, to the client's current request (if it takes them).
-fn forward(events: &Option<mpsc::Sender<Value>>, note: Value) {
-    if let Some(tx) = events {
-        let _ = tx.try_send(note);
-    }
 }

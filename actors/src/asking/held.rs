@@ -5,7 +5,7 @@
 //! call stays open meanwhile (the questions arrived on its stream and wait for answers under
 //! its ids), so the call is held by the [`Desk`](super::Desk) between the client's two
 //! requests, under a fresh unguessable id its sealed state names, until the retry takes it or
-//! its time runs out ([`HeldCall::expire`]). The application drives it (`src/app/held.rs`).
+//! its time runs out ([`HeldCall::expire`]). It is driven by `drive.rs`.
 
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
@@ -19,11 +19,11 @@ use crate::upstream::CancelHandle;
 /// A held call: the running call's outcome, its questions (asked and waiting, and the next
 /// ones), its notifications, and the handle whose drop cancels it upstream.
 pub struct HeldCall {
-    pub outcome: oneshot::Receiver<CallOutcome>,
-    pub questions: mpsc::Receiver<Ask>,
-    pub events: mpsc::Receiver<Value>,
-    pub upstream: String,
-    pub tool: String,
+    pub(super) outcome: oneshot::Receiver<CallOutcome>,
+    pub(super) questions: mpsc::Receiver<Ask>,
+    pub(super) events: mpsc::Receiver<Value>,
+    pub(super) upstream: String,
+    pub(super) tool: String,
     waiting: Vec<(String, Ask)>,
     next_key: u32,
     timeouts: Timeouts,

@@ -8,6 +8,8 @@
 //! - `stream.rs`: the 2025-era client's side: [`relay_questions`] on the call's stream, over a
 //!   [`ClientStream`] the HTTP layer frames (the wire); the stream side's clock of the
 //!   question timeout, and the withdrawal of a question that ends unanswered.
+//! - `drive.rs`: the 2026-07-28 client's driver of a call that may be held ([`drive`],
+//!   [`resume`] → [`Driven`]): the call served until it ends or asks, then held at the desk.
 //! - `desk.rs`: [`Desk`], the actor that owns what waits on a client: the questions posted to
 //!   2025-era sessions (bounded per session, by proxy-owned id) and the calls held for
 //!   2026-07-28 clients (bounded per client group and in all, given up at the question
@@ -24,11 +26,13 @@
 
 mod asker;
 mod desk;
+mod drive;
 mod held;
 mod stream;
 
 pub use asker::{asked_outcome, asker, Ask, Asker, Interaction, Pending};
 pub use desk::{CountHeld, Deliver, Desk, EndSession, Hold, Post, Take, Withdraw};
+pub use drive::{drive, resume, Driven};
 pub use held::HeldCall;
 pub use stream::{relay_questions, ClientStream, Closed};
 
