@@ -61,6 +61,7 @@ use proxy_actors::catalog::{CatalogActor, Refresh, RefreshReason};
 use proxy_actors::embedding::{EmbedQueries, Phase, SemanticIndex, SemanticState};
 use proxy_actors::retrieval::{self, ClientKey, RetrievalTracker};
 use proxy_actors::upstream::{CancelToken, UpstreamActor};
+pub use proxy_core::asking::Retry;
 use proxy_core::asking::Timeouts;
 use proxy_core::catalog::Snapshot;
 use proxy_core::request_state::Sealer;
@@ -147,12 +148,6 @@ pub enum Asking {
     Stream(Asker),
     /// 2026-07-28: in `input_required` rounds the client answers on its retry.
     Rounds,
-}
-
-/// A 2026-07-28 client's retry of an `mcp_call` that needed input.
-pub struct Retry {
-    pub responses: Option<Value>,
-    pub state: Option<String>,
 }
 
 impl App {

@@ -11,47 +11,16 @@ use proxy_actors::asking::Interaction;
 use proxy_actors::catalog::{Refresh, RefreshReason};
 use proxy_actors::retrieval::{self, ClientKey};
 use proxy_actors::upstream::{CallTool, Called};
-use proxy_core::asking::RoundAnswers;
+use proxy_core::asking::{self, CallKey, Opened, RoundAnswers};
 use proxy_core::catalog::resolve::{resolve, Resolution};
 use proxy_core::catalog::Snapshot;
-use proxy_core::request_state::{self, Claims, Resume};
+use proxy_core::request_state;
 use proxy_core::tools::{self, CallOutcome, CallRequest, Prepared};
 use proxy_metrics::{self as metrics, Metrics};
 use upstream_http::UpstreamError;
 
 use super::held::spawn_held;
-use super::{failure, metric_of, App, Asking, CallContext, Peers, Retry, Talk};
-
-/// The `mcp_call` a sealed state belongs to: the tool name the client gave, and the digest of
-/// that name and the arguments.
-pub(super) struct CallId {
-    pub(super) name: String,
-    pub(super) digest: String,
-    /// The client group the state is issued to (see [`Talk::holder`]).
-    pub(super) holder: String,
-}
-
-impl CallId {
-    fn of(req: &CallRequest, talk: &Talk) -> CallId {
-        CallId {
-            digest: request_state::call_digest(&req.name, &req.arguments),
-            name: req.name.clone(),
-            holder: talk.holder.clone(),
-        }
-    }
-}
-
-/// What a 2026-07-28 retry continues, its `requestState` opened.
-enum Opened {
-    /// No state: a fresh call.
-    Fresh,
-    /// An upstream's round: the upstream it was sealed for, and the round to continue.
-    Upstream((String, RoundAnswers)),
-    /// A call held by this proxy, and the client's answers to its questions.
-    Held { held: String, responses: Option<Value> },
-    /// A state not issued by this proxy for this call ([`CallOutcome::StateRefused`]).
-    Refused(CallOutcome),
-}
+use super::{failure, metric_of, App, Asking, CallContext, Peers};
 
 /// A call prepared against the snapshot ([`App::prepare`]): the snapshot's tool `index`, its
 /// repaired and validated arguments.
@@ -83,15 +52,16 @@ impl<P: Peers> App<P> {
     /// validate), route (the owning upstream) and relay (`relay_call`). Each outcome that was
     /// never sent is counted once, here.
     pub async fn call(&self, req: CallRequest, mut ctx: CallContext) -> CallOutcome {
-        let id = matches!(ctx.talk.asking, Asking::Rounds).then(|| CallId::of(&req, &ctx.talk));
+        let rounds = matches!(ctx.talk.asking, Asking::Rounds);
+        let id = rounds.then(|| CallKey::of(&req.name, &req.arguments, &ctx.talk.holder));
         let mut round = None;
         if let (Some(retry), Some(id)) = (ctx.talk.retry.take(), &id) {
-            match self.open(retry, id) {
+            match asking::open(&self.sealer, id, retry, request_state::unix_now()) {
                 Opened::Fresh => {}
-                Opened::Upstream(sealed) => round = Some(sealed),
+                Opened::Upstream { sealed_for, round: r } => round = Some((sealed_for, r)),
                 // boxed: a rare path whose state would otherwise enlarge every call's future
                 Opened::Held { held, responses } => return Box::pin(self.resume_held(&held, responses, ctx, id)).await,
-                Opened::Refused(refused) => return self.counted(refused),
+                Opened::Refused(why) => return self.counted(state_refused(&id.name, why.to_string())),
             }
         }
         let snap = self.resolve(&req.name).await;
@@ -101,36 +71,6 @@ impl<P: Peers> App<P> {
         match steps {
             Ok(routed) => self.relay_call(&snap, routed, ctx, id).await,
             Err(outcome) => self.counted(*outcome),
-        }
-    }
-
-    /// A 2026-07-28 retry's `requestState`, opened: what the call continues.
-    fn open(&self, retry: Retry, id: &CallId) -> Opened {
-        let Some(state) = &retry.state else {
-            return Opened::Fresh;
-        };
-        match self
-            .sealer
-            .open(state, &id.name, &id.digest, &id.holder, request_state::unix_now())
-        {
-            Err(refused) => Opened::Refused(state_refused(&id.name, refused.message().to_string())),
-            Ok(Claims {
-                resume: Resume::Held { id: held },
-                ..
-            }) => Opened::Held {
-                held,
-                responses: retry.responses,
-            },
-            Ok(Claims {
-                resume: Resume::Upstream { upstream, state },
-                ..
-            }) => Opened::Upstream((
-                upstream,
-                RoundAnswers {
-                    responses: retry.responses,
-                    state,
-                },
-            )),
         }
     }
 
@@ -224,7 +164,7 @@ impl<P: Peers> App<P> {
         snap: &Snapshot,
         routed: Routed<P>,
         mut ctx: CallContext,
-        id: Option<CallId>,
+        id: Option<CallKey>,
     ) -> CallOutcome {
         let Routed { ready, round, to } = routed;
         let owner = &snap.tools[ready.index];

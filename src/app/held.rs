@@ -9,15 +9,15 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use proxy_actors::asking::{self, Ask, Driven, HeldCall};
+use proxy_actors::asking::{self as desk, Ask, Driven, HeldCall};
 use proxy_actors::upstream::{cancel_pair, CallTool, CancelToken};
-use proxy_core::asking::Timeouts;
-use proxy_core::request_state::{self, Claims, Resume};
+use proxy_core::asking::{self, CallKey, Timeouts};
+use proxy_core::request_state::{self, Resume};
 use proxy_core::tools::CallOutcome;
 use proxy_metrics::Metrics;
 use upstream_http::UpstreamError;
 
-use super::call::{relay, state_refused, CallId};
+use super::call::{relay, state_refused};
 use super::{failure, App, CallContext, Peers};
 
 impl<P: Peers> App<P> {
@@ -30,9 +30,9 @@ impl<P: Peers> App<P> {
         events: Option<mpsc::Sender<Value>>,
         cancel: Option<CancelToken>,
         holder: String,
-        id: &CallId,
+        id: &CallKey,
     ) -> CallOutcome {
-        let driven = asking::drive(&self.desk, held, events, cancel, &holder).await;
+        let driven = desk::drive(&self.desk, held, events, cancel, &holder).await;
         self.driven(driven, id)
     }
 
@@ -43,10 +43,10 @@ impl<P: Peers> App<P> {
         held_id: &str,
         responses: Option<Value>,
         ctx: CallContext,
-        id: &CallId,
+        id: &CallKey,
     ) -> CallOutcome {
         let group = &ctx.talk.holder;
-        match asking::resume(&self.desk, held_id, responses, ctx.events, ctx.cancel, group).await {
+        match desk::resume(&self.desk, held_id, responses, ctx.events, ctx.cancel, group).await {
             Some(driven) => self.driven(driven, id),
             None => self.counted(state_refused(
                 &id.name,
@@ -57,7 +57,7 @@ impl<P: Peers> App<P> {
 
     /// What a driven call tells its client: its outcome (a passed-through round sealed), the
     /// round of a held call (sealed with the held id), or why it failed.
-    fn driven(&self, driven: Driven, id: &CallId) -> CallOutcome {
+    fn driven(&self, driven: Driven, id: &CallKey) -> CallOutcome {
         match driven {
             Driven::Ended(outcome) => self.sealed(outcome, id),
             Driven::Asked {
@@ -66,7 +66,13 @@ impl<P: Peers> App<P> {
                 upstream,
                 tool,
             } => CallOutcome::InputRequired {
-                state: self.seal(id, Resume::Held { id: held }),
+                state: asking::seal(
+                    &self.sealer,
+                    id,
+                    Resume::Held { id: held },
+                    &self.timeouts,
+                    request_state::unix_now(),
+                ),
                 upstream,
                 tool,
                 requests,
@@ -83,37 +89,8 @@ impl<P: Peers> App<P> {
 
     /// A 2026-07-28 upstream's `input_required` round, passed through: the upstream's state
     /// sealed in the proxy's own.
-    pub(super) fn sealed(&self, outcome: CallOutcome, id: &CallId) -> CallOutcome {
-        match outcome {
-            CallOutcome::InputRequired {
-                upstream,
-                tool,
-                requests,
-                state,
-            } => {
-                let resume = Resume::Upstream {
-                    upstream: upstream.clone(),
-                    state: (!state.is_empty()).then_some(state),
-                };
-                CallOutcome::InputRequired {
-                    state: self.seal(id, resume),
-                    upstream,
-                    tool,
-                    requests,
-                }
-            }
-            other => other,
-        }
-    }
-
-    fn seal(&self, id: &CallId, resume: Resume) -> String {
-        self.sealer.seal(&Claims {
-            tool: id.name.clone(),
-            digest: id.digest.clone(),
-            holder: id.holder.clone(),
-            resume,
-            expires: self.timeouts.state_expiry(request_state::unix_now()),
-        })
+    pub(super) fn sealed(&self, outcome: CallOutcome, id: &CallKey) -> CallOutcome {
+        asking::seal_passed(&self.sealer, id, outcome, &self.timeouts, request_state::unix_now())
     }
 }
 

@@ -20,6 +20,9 @@
 //!   upstream), [`upstream_meta`], [`Round::read`] (the one parse of a round) and
 //!   [`RoundAnswers`] (a 2026-07-28 upstream), [`input_requests`] and [`answer_in_retry`] (a
 //!   2026-07-28 client), [`Withdrawal`] (a 2025-era client).
+//! - `sealed.rs`: a 2026-07-28 client's side of a round: the `requestState` the proxy seals
+//!   ([`seal`], [`seal_passed`]) for the call ([`CallKey`]), and what its [`Retry`] continues
+//!   ([`open`] → [`Opened`]).
 //! - `bounds.rs`: the bounds ([`MAX_QUESTIONS`], [`MAX_UNANSWERED`], [`MAX_ROUNDS`],
 //!   [`MAX_HELD_TOTAL`]) and [`Bounded`], the one table under a per-owner and a total bound.
 //! - `timeouts.rs`: [`Timeouts`], the one owner of the question timeout and its graces.
@@ -27,6 +30,7 @@
 mod bounds;
 mod eras;
 mod question;
+mod sealed;
 mod timeouts;
 
 pub use bounds::{Bounded, Limits, EMPTY_ROUND_PAUSE, MAX_HELD_TOTAL, MAX_QUESTIONS, MAX_ROUNDS, MAX_UNANSWERED};
@@ -35,4 +39,5 @@ pub use eras::{
     UpstreamRequest, Withdrawal, LEGACY_LOG_LEVEL,
 };
 pub use question::{Answer, Decline, Keyed, Method, Question, REQUEST_TIMED_OUT};
+pub use sealed::{open, seal, seal_passed, CallKey, Opened, Retry};
 pub use timeouts::{Timeouts, ASK_GRACE, DEFAULT_QUESTION_TIMEOUT, EXPIRY_GRACE};
