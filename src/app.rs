@@ -31,12 +31,14 @@
 //!   cancelled upstream. The sealed state names the client group it was issued to.
 //!
 //! # Layout
-//! - `app.rs`: [`App`] and what a call carries ([`CallContext`], [`Talk`], [`Asking`],
-//!   [`Retry`]); the search, describe and refresh tools; counting an outcome.
+//! - `app.rs`: [`App`] and what a call carries ([`CallContext`]; its [`Talk`], [`Asking`]
+//!   and [`Retry`] are the asking home's, `proxy_actors::asking` and `proxy_core::asking`,
+//!   re-exported); the search, describe and refresh tools; counting an outcome.
 //! - `app/call.rs`: `App::call` in its steps (open a retry's state, resolve, prepare, route,
 //!   relay) and the relayed call's metrics.
-//! - `app/held.rs`: a 2026-07-28 client's call held while it asks: driven, held, resumed,
-//!   and its round sealed.
+//! - `app/held.rs`: a 2026-07-28 client's call that may be held while it asks: its task
+//!   started, driven (`proxy_actors::asking::drive`), and what was driven told as its
+//!   outcome, its round sealed.
 //! - `app/peers.rs`: [`Peers`], the catalog and upstreams as a call reaches them ([`Actors`]
 //!   in the proxy; fakes in `app/tests.rs`, the unit tests of `App::call`).
 //!
@@ -54,9 +56,9 @@ use actix::Addr;
 use serde_json::Value;
 use tokio::sync::watch;
 
-use mcp_wire::asks::Askable;
 use mcp_wire::trace::CallTrace;
-use proxy_actors::asking::{Asker, Desk};
+use proxy_actors::asking::Desk;
+pub use proxy_actors::asking::{Asking, Talk};
 use proxy_actors::catalog::{CatalogActor, Refresh, RefreshReason};
 use proxy_actors::embedding::{EmbedQueries, Phase, SemanticIndex, SemanticState};
 use proxy_actors::retrieval::{self, ClientKey, RetrievalTracker};
@@ -121,33 +123,6 @@ pub struct CallContext {
     pub client: Option<ClientKey>,
     /// What the tool may ask the client, and how.
     pub talk: Talk,
-}
-
-/// What a call's tool may ask its client, and how the question reaches it.
-#[derive(Default)]
-pub struct Talk {
-    /// What the client declared it can answer.
-    pub askable: Askable,
-    pub asking: Asking,
-    /// A 2026-07-28 client's `_meta` log level opt-in, passed upstream.
-    pub log_level: Option<String>,
-    /// A 2026-07-28 client's retry: its `inputResponses` and the `requestState` it was given.
-    pub retry: Option<Retry>,
-    /// Who holds the call's questions, for the per-client bound of held calls (the token
-    /// group; all unauthenticated clients share one).
-    pub holder: String,
-}
-
-/// How a tool's questions reach the client.
-#[derive(Default)]
-pub enum Asking {
-    /// They cannot: each is answered with an error at once.
-    #[default]
-    Never,
-    /// 2025 era: on the call's stream (the HTTP layer relays them and routes the answers).
-    Stream(Asker),
-    /// 2026-07-28: in `input_required` rounds the client answers on its retry.
-    Rounds,
 }
 
 impl App {

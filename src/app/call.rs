@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use proxy_actors::asking::Interaction;
 use proxy_actors::catalog::{Refresh, RefreshReason};
 use proxy_actors::retrieval::{self, ClientKey};
 use proxy_actors::upstream::{CallTool, Called};
@@ -168,15 +167,9 @@ impl<P: Peers> App<P> {
     ) -> CallOutcome {
         let Routed { ready, round, to } = routed;
         let owner = &snap.tools[ready.index];
-        let talk = std::mem::take(&mut ctx.talk);
-        let (asker, questions) = match talk.asking {
-            Asking::Stream(asker) => (Some(asker), None),
-            Asking::Rounds if !talk.askable.is_empty() => {
-                let (tx, rx) = proxy_actors::asking::asker();
-                (Some(tx), Some(rx))
-            }
-            Asking::Rounds | Asking::Never => (None, None),
-        };
+        let mut talk = std::mem::take(&mut ctx.talk);
+        let holder = std::mem::take(&mut talk.holder);
+        let (interaction, questions) = talk.interaction(id.is_some(), round, self.timeouts);
         let mut call = CallTool {
             name: owner.tool.name.clone(),
             arguments: ready.arguments,
@@ -185,14 +178,7 @@ impl<P: Peers> App<P> {
             notifications: ctx.events.take(),
             cancel: ctx.cancel.take(),
             trace: ctx.trace.take().map(|t| t.upstream),
-            interaction: Interaction {
-                asker,
-                askable: talk.askable,
-                log_level: talk.log_level,
-                pass_input_required: id.is_some(),
-                round,
-                timeouts: self.timeouts,
-            },
+            interaction,
         };
         if let Some(trace) = &call.trace {
             trace.stamp(&mut call.meta);
@@ -203,7 +189,7 @@ impl<P: Peers> App<P> {
             (Some(questions), Some(id)) => {
                 let (held, events, cancel) =
                     spawn_held::<P>(metrics, to, upstream, call, ready.repairs, questions, self.timeouts);
-                Box::pin(self.drive(held, events, cancel, talk.holder, &id)).await
+                Box::pin(self.drive(held, events, cancel, holder, &id)).await
             }
             (_, Some(id)) => self.sealed(relay::<P>(metrics, to, upstream, call, ready.repairs).await, &id),
             (_, None) => relay::<P>(metrics, to, upstream, call, ready.repairs).await,

@@ -12,6 +12,7 @@ use serde_json::json;
 
 use super::peers::{CallReply, Refreshed};
 use super::*;
+use mcp_wire::asks::Askable;
 use mcp_wire::raw::RawObject;
 use proxy_actors::asking::Ask;
 use proxy_actors::upstream::{CallTool, Called};

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
 use mcp_wire::asks::{Askable, Missing};
-use proxy_core::asking::{self, Answer, Decline, Question, RoundAnswers, Timeouts};
+use proxy_core::asking::{self, Answer, Decline, Question, Retry, RoundAnswers, Timeouts};
 use proxy_metrics::AskedOutcome;
 
 /// One question in transit to the caller's client.
@@ -31,6 +31,65 @@ pub type Asker = mpsc::Sender<Ask>;
 /// A call's questions channel: its [`Asker`], and where they arrive.
 pub fn asker() -> (Asker, mpsc::Receiver<Ask>) {
     mpsc::channel(asking::MAX_QUESTIONS)
+}
+
+/// What a call's tool may ask its client, and how the question reaches it: read by the HTTP
+/// layer from the client's request, carried by the application to [`Talk::interaction`].
+#[derive(Debug, Default)]
+pub struct Talk {
+    /// What the client declared it can answer.
+    pub askable: Askable,
+    pub asking: Asking,
+    /// A 2026-07-28 client's `_meta` log level opt-in, passed upstream.
+    pub log_level: Option<String>,
+    /// A 2026-07-28 client's retry: its `inputResponses` and the `requestState` it was given.
+    pub retry: Option<Retry>,
+    /// Who holds the call's questions, for the per-client bound of held calls (the token
+    /// group; all unauthenticated clients share one).
+    pub holder: String,
+}
+
+/// How a tool's questions reach the client.
+#[derive(Debug, Default)]
+pub enum Asking {
+    /// They cannot: each is declined at once.
+    #[default]
+    Never,
+    /// 2025 era: on the call's stream (`stream.rs`; the HTTP layer frames them).
+    Stream(Asker),
+    /// 2026-07-28: in `input_required` rounds the client answers on its retry.
+    Rounds,
+}
+
+impl Talk {
+    /// The call's [`Interaction`]: a 2026-07-28 client's call passes the upstream's rounds
+    /// through (`pass_rounds`), and one whose client can be asked also gets the receiver of
+    /// its questions (the call may be held while it asks: `drive.rs`); `round` continues an
+    /// upstream's round.
+    pub fn interaction(
+        self,
+        pass_rounds: bool,
+        round: Option<RoundAnswers>,
+        timeouts: Timeouts,
+    ) -> (Interaction, Option<mpsc::Receiver<Ask>>) {
+        let (asker, questions) = match self.asking {
+            Asking::Stream(asker) => (Some(asker), None),
+            Asking::Rounds if !self.askable.is_empty() => {
+                let (tx, rx) = asker();
+                (Some(tx), Some(rx))
+            }
+            Asking::Rounds | Asking::Never => (None, None),
+        };
+        let interaction = Interaction {
+            asker,
+            askable: self.askable,
+            log_level: self.log_level,
+            pass_input_required: pass_rounds,
+            round,
+            timeouts,
+        };
+        (interaction, questions)
+    }
 }
 
 /// What a call may ask, and how its client takes part in the upstream's rounds.

@@ -16,7 +16,8 @@
 //!   timeout).
 //! - `held.rs`: [`HeldCall`], a call held for a 2026-07-28 client: its waiting questions
 //!   keyed as the client's round, answered by its retry, or timed out and cancelled.
-//! - `asker.rs`: the call's side: [`Interaction`] (what a `CallTool` may ask), the hand-over
+//! - `asker.rs`: the call's side: [`Talk`] (what a call's client can be asked, and how:
+//!   [`Asking`]) and [`Interaction`] (what a `CallTool` may ask), the hand-over
 //!   of one question ([`Interaction::pose`] → [`Ask`] on the call's [`Asker`]) and the wait
 //!   for its answer ([`Pending`], the asker's guard of the question timeout); the upstream
 //!   actor only calls these.
@@ -30,7 +31,7 @@ mod drive;
 mod held;
 mod stream;
 
-pub use asker::{asked_outcome, asker, Ask, Asker, Interaction, Pending};
+pub use asker::{asked_outcome, asker, Ask, Asker, Asking, Interaction, Pending, Talk};
 pub use desk::{CountHeld, Deliver, Desk, EndSession, Hold, Post, Take, Withdraw};
 pub use drive::{drive, resume, Driven};
 pub use held::HeldCall;
