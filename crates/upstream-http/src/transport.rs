@@ -449,7 +449,7 @@ pub struct RpcMessage {
 
 impl RpcMessage {
     /// Reads a JSON-RPC message; anything but a JSON object is an error.
-    pub fn parse(bytes: &[u8]) -> Result<RpcMessage, String> {
+    pub(crate) fn parse(bytes: &[u8]) -> Result<RpcMessage, String> {
         match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
             Some(b'{') => serde_json::from_slice(bytes).map_err(|e| e.to_string()),
             Some(_) => Err("not a JSON object".into()),
