@@ -60,6 +60,7 @@ use proxy_actors::catalog::{CatalogActor, Refresh, RefreshReason};
 use proxy_actors::embedding::{EmbedQueries, Phase, SemanticIndex, SemanticState};
 use proxy_actors::held::{HeldCalls, HeldLimits};
 use proxy_actors::retrieval::{self, ClientKey, RetrievalTracker};
+use proxy_actors::upstream::UpstreamError;
 use proxy_actors::upstream::{Asker, CancelToken, UpstreamActor};
 use proxy_core::catalog::Snapshot;
 use proxy_core::request_state::Sealer;
@@ -68,7 +69,6 @@ use proxy_core::tools::{
     UpstreamFailure, UsageError,
 };
 use proxy_metrics::{self as metrics, FallbackReason, Metrics, NO_UPSTREAM, OTHER};
-use upstream_http::UpstreamError;
 
 /// How long a search waits for its query vectors before it answers lexically.
 pub const QUERY_EMBEDDING_TIMEOUT: Duration = Duration::from_secs(2);
@@ -335,8 +335,8 @@ fn failure(upstream: &str, tool: &str, e: UpstreamError) -> UpstreamFailure {
     UpstreamFailure {
         upstream: upstream.to_string(),
         tool: tool.to_string(),
-        error: e.to_string(),
-        advice: e.advice().to_string(),
+        error: crate::advice::describe(&e),
+        advice: crate::advice::advice(&e).to_string(),
         retryable: e.retryable(),
         cancelled: matches!(e, UpstreamError::Cancelled(_)),
         client_side: matches!(

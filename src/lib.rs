@@ -37,6 +37,8 @@
 //! - [`app`]: the application service: search (semantic arm, lexical fallback), describe,
 //!   call (resolve, validate, unknown tool → one refresh → one retry, route), refresh; and the
 //!   metrics and telemetry of each, from typed outcomes.
+//! - [`advice`]: the words a model or an operator reads about a failed upstream exchange,
+//!   the one place that names a setting to change.
 //! - [`http`]: transport only: HTTP/JSON-RPC ↔ typed request ↔ [`app`] ↔ reply, the eras'
 //!   header rules, SSE streaming, health, metrics.
 //! - [`server`]: starts the actors and the HTTP server, and drains it at shutdown (also used
@@ -47,13 +49,14 @@
 //! `proxy-core` (the four tools' typed requests and outcomes, the snapshot, the manifest),
 //! `proxy-actors` (the catalog, upstream, embedding, client-session and retrieval actors),
 //! `upstream-http` (the HTTP client of the upstreams: transport, TLS trust, egress proxies,
-//! `UpstreamError`), `proxy-metrics` (the metrics and their OpenMetrics text), `embed` (the
+//! `WireError`), `proxy-metrics` (the metrics and their OpenMetrics text), `embed` (the
 //! sentence-embedding model and the vector store), `demo-upstream` (the embedded demo server),
 //! `search-eval` (the research harness: retrieval metrics over the evaluation sets, offline
 //! ranking of a catalog file; not part of the service).
 
 #![forbid(unsafe_code)]
 
+pub mod advice;
 pub mod app;
 pub mod cli;
 pub mod config;

@@ -11,13 +11,13 @@ use tokio::sync::mpsc;
 use mcp_wire::asks;
 use proxy_actors::catalog::{Refresh, RefreshReason};
 use proxy_actors::retrieval::{self, ClientKey};
+use proxy_actors::upstream::UpstreamError;
 use proxy_actors::upstream::{CallTool, Interaction, Round};
 use proxy_core::catalog::resolve::{resolve, Resolution};
 use proxy_core::catalog::Snapshot;
 use proxy_core::request_state::{self, Claims, Resume};
 use proxy_core::tools::{self, CallOutcome, CallRequest, Prepared};
 use proxy_metrics::{self as metrics, Metrics};
-use upstream_http::UpstreamError;
 
 use super::held::spawn_held;
 use super::{failure, metric_of, App, Asking, CallContext, Peers, Retry, Talk};

@@ -11,11 +11,11 @@ use tokio::sync::{mpsc, oneshot};
 use mcp_wire::asks;
 use mcp_wire::jsonrpc::{self, RpcError};
 use proxy_actors::held::{Expire, Hold, Take};
+use proxy_actors::upstream::UpstreamError;
 use proxy_actors::upstream::{cancel_pair, Ask, CallTool, CancelHandle, CancelToken, Reply};
 use proxy_core::request_state::{self, Claims, Resume};
 use proxy_core::tools::CallOutcome;
 use proxy_metrics::Metrics;
-use upstream_http::UpstreamError;
 
 use super::call::{relay, state_refused, CallId};
 use super::{failure, App, CallContext, Peers};
@@ -65,7 +65,7 @@ impl Expire for Held {
         }
         actix::spawn(async move {
             let _ = tokio::time::timeout(EXPIRY_GRACE, &mut self.outcome).await;
-            self.cancel.cancel(upstream_http::CancelReason::Unanswered);
+            self.cancel.cancel(proxy_actors::upstream::CancelReason::Unanswered);
         });
     }
 }
@@ -270,7 +270,7 @@ fn gone(held: &Held) -> CallOutcome {
     CallOutcome::Failed(failure(
         &held.upstream,
         &held.tool,
-        UpstreamError::Cancelled(upstream_http::CancelReason::ClientGone),
+        UpstreamError::Cancelled(proxy_actors::upstream::CancelReason::ClientGone),
     ))
 }
 

@@ -12,8 +12,8 @@ use actix::{Addr, MailboxError};
 
 use mcp_wire::raw::RawObject;
 use proxy_actors::catalog::{CatalogActor, Refresh, RefreshFailure, RefreshReport};
+use proxy_actors::upstream::UpstreamError;
 use proxy_actors::upstream::{CallTool, UpstreamActor};
-use upstream_http::UpstreamError;
 
 /// What an upstream's actor answers a [`CallTool`] with (the outer error: the actor is gone).
 pub type Called = Result<Result<RawObject, UpstreamError>, MailboxError>;

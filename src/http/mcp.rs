@@ -49,9 +49,9 @@ use mcp_wire::trace::CallTrace;
 use mcp_wire::{modern, version, Era};
 use proxy_actors::retrieval::ClientKey;
 use proxy_actors::sessions;
+use proxy_actors::upstream::CancelReason;
 use proxy_actors::upstream::{alongside, cancel_pair, Ask, CancelHandle, Reply};
 use proxy_core::tools::{ToolOutcome, ToolRequest, ToolResult};
-use upstream_http::CancelReason;
 
 use super::checks;
 use super::error::HttpError;

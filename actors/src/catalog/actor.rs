@@ -15,8 +15,8 @@ use proxy_core::policy::Policy;
 use proxy_metrics::{Metrics, RefreshOutcome};
 
 use super::refresh::{apply_fanout, effective_ttl, jitter, now_ms};
+use crate::upstream::{Describe, UpstreamError};
 use crate::upstream::{FollowListChanges, ListTools, Listing, ToolsChanged, UpstreamActor};
-use upstream_http::UpstreamError;
 
 /// Catalog behaviour settings.
 #[derive(Debug, Clone)]
@@ -35,6 +35,9 @@ pub struct CatalogConfig {
     pub min_refresh_interval: Duration,
     /// Where refresh outcomes and durations are counted (the process's one [`Metrics`]).
     pub metrics: Arc<Metrics>,
+    /// How a failed listing is told in the refresh report (`last_error`): the service's edge
+    /// adds the advice naming a setting; by default the error's own text.
+    pub describe: Describe,
 }
 
 impl Default for CatalogConfig {
@@ -46,6 +49,7 @@ impl Default for CatalogConfig {
             policy: Policy::default(),
             min_refresh_interval: DEFAULT_MIN_REFRESH_INTERVAL,
             metrics: Arc::default(),
+            describe: |e| e.to_string(),
         }
     }
 }
@@ -230,6 +234,7 @@ impl CatalogActor {
         let previous = self.snapshot.clone();
         let manifest_path = self.cfg.manifest_path.clone();
         let policy = self.cfg.policy.clone();
+        let describe = self.cfg.describe;
         log::debug!(reason = reason.as_str(); "catalog refresh started");
         let fut = async move {
             // Each snapshot entry is listed by the upstream actor of the same label.
@@ -249,7 +254,15 @@ impl CatalogActor {
             });
             let results: Vec<(String, Result<Listing, UpstreamError>)> = futures_util::future::join_all(calls).await;
             let work = move || {
-                let out = apply_fanout(&previous, results, reason, started, manifest_path.as_deref(), &policy);
+                let out = apply_fanout(
+                    &previous,
+                    results,
+                    reason,
+                    started,
+                    manifest_path.as_deref(),
+                    &policy,
+                    describe,
+                );
                 // The build's tables and the merged listings are garbage now (see the heap crate).
                 heap::release();
                 out

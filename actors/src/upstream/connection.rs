@@ -21,13 +21,14 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use super::error::UpstreamError;
 use super::session::{Handshake, RequestContext, SessionState, SharedSession, CLIENT_NAME};
 use mcp_wire::jsonrpc::{self, RequestId};
 use mcp_wire::{modern, version, Era};
 use proxy_metrics::{Metrics, UpstreamErrorKind};
 use upstream_http::classify::{self, classify_probe, interpret, Attempt};
 use upstream_http::transport::{self, Envelope, Message, NotificationSink};
-use upstream_http::{Network, UpstreamError};
+use upstream_http::{Network, WireError};
 
 /// Static description of one upstream, from configuration.
 #[derive(Debug, Clone)]
@@ -108,16 +109,19 @@ impl Connection {
     }
 
     /// Runs `fut` within the upstream's timeout; a timeout states the real elapsed time.
-    pub(super) async fn with_timeout<T>(
+    pub(super) async fn with_timeout<T, E>(
         &self,
-        fut: impl std::future::Future<Output = Result<T, UpstreamError>>,
-    ) -> Result<T, UpstreamError> {
+        fut: impl std::future::Future<Output = Result<T, E>>,
+    ) -> Result<T, UpstreamError>
+    where
+        UpstreamError: From<E>,
+    {
         let started = Instant::now();
         match tokio::time::timeout(self.spec.timeout, fut).await {
-            Ok(r) => r,
-            Err(_) => Err(UpstreamError::Timeout {
+            Ok(r) => r.map_err(UpstreamError::from),
+            Err(_) => Err(UpstreamError::Wire(WireError::Timeout {
                 elapsed: started.elapsed(),
-            }),
+            })),
         }
     }
 
@@ -158,7 +162,7 @@ impl Connection {
     ) -> Result<(Box<RawValue>, RequestContext), UpstreamError> {
         let ctx = self.ensure_ready().await?;
         match self.attempt(&ctx, method, params, opts).await {
-            Attempt::Done(r) => r.map(|v| (v, ctx)),
+            Attempt::Done(r) => r.map(|v| (v, ctx)).map_err(UpstreamError::from),
             lost @ (Attempt::SessionLost(_) | Attempt::EraChanged(_)) => {
                 let forget_era = matches!(lost, Attempt::EraChanged(_));
                 log::info!(upstream = self.spec.label.as_str(), method = method, reprobe = forget_era; "upstream session lost, re-initializing");
@@ -167,10 +171,10 @@ impl Connection {
                     .upstream_error_kind(&self.spec.label, UpstreamErrorKind::SessionReset);
                 let ctx = self.reset(ctx.generation, forget_era).await?;
                 match self.attempt(&ctx, method, params, opts).await {
-                    Attempt::Done(r) => r.map(|v| (v, ctx)),
+                    Attempt::Done(r) => r.map(|v| (v, ctx)).map_err(UpstreamError::from),
                     // refused again in a fresh session (and era): the refusal was about the
                     // request itself, and is reported as the upstream worded it
-                    Attempt::SessionLost(refusal) | Attempt::EraChanged(refusal) => Err(refusal),
+                    Attempt::SessionLost(refusal) | Attempt::EraChanged(refusal) => Err(refusal.into()),
                 }
             }
         }
@@ -304,7 +308,9 @@ impl Connection {
             Ok(r) => r,
             // A 2xx reply that is not valid MCP (e.g. an SSE stream without an answer) is a
             // legacy server that does not know the method; transport errors propagate.
-            Err(UpstreamError::InvalidReply(_)) => return Ok(self.probed(Era::Legacy, Handshake::default())),
+            Err(UpstreamError::Wire(WireError::InvalidReply(_))) => {
+                return Ok(self.probed(Era::Legacy, Handshake::default()))
+            }
             Err(e) => return Err(e),
         };
         let rpc_error = reply.rpc_error();
@@ -338,6 +344,7 @@ impl Connection {
         self.client
             .post(envelope, what, body, expect_id, self.spec.max_response_bytes, None)
             .await
+            .map_err(UpstreamError::from)
     }
 
     /// `initialize` and `notifications/initialized`: a new legacy session. The session is
@@ -359,26 +366,26 @@ impl Connection {
         let session_id = reply.session_id.clone();
         let rpc_error = reply.rpc_error();
         let result: Value = serde_json::from_str(interpret(reply, rpc_error)?.get())
-            .map_err(|e| UpstreamError::InvalidReply(format!("initialize result is not JSON ({e})")))?;
+            .map_err(|e| UpstreamError::invalid_reply(format!("initialize result is not JSON ({e})")))?;
         let negotiated = result
             .get("protocolVersion")
             .and_then(Value::as_str)
-            .ok_or_else(|| UpstreamError::InvalidReply("initialize result has no protocolVersion".into()))?
+            .ok_or_else(|| UpstreamError::invalid_reply("initialize result has no protocolVersion".into()))?
             .to_string();
         if !version::is_supported_legacy(&negotiated) {
-            return Err(UpstreamError::InvalidReply(format!(
+            return Err(UpstreamError::invalid_reply(format!(
                 "the upstream negotiated protocol version {negotiated}, which this proxy does not speak"
             )));
         }
         if let Some(sid) = &session_id {
             if sid.len() > MAX_SESSION_ID_BYTES {
-                return Err(UpstreamError::InvalidReply(format!(
+                return Err(UpstreamError::invalid_reply(format!(
                     "Mcp-Session-Id is {} bytes, longer than the proxy's {MAX_SESSION_ID_BYTES}-byte limit",
                     sid.len()
                 )));
             }
             if sid.is_empty() || !sid.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
-                return Err(UpstreamError::InvalidReply(
+                return Err(UpstreamError::invalid_reply(
                     "Mcp-Session-Id is not visible ASCII".into(),
                 ));
             }
@@ -395,10 +402,10 @@ impl Connection {
             .post_handshake(envelope, "notifications/initialized", &note, None)
             .await?;
         if !(200..300).contains(&ack.status) {
-            return Err(UpstreamError::Http {
+            return Err(UpstreamError::Wire(WireError::Http {
                 status: ack.status,
                 detail: "notifications/initialized was refused".into(),
-            });
+            }));
         }
 
         let sticky = session_id.is_some();

@@ -9,13 +9,13 @@
 //! # Layout
 //!
 //! Each file imports only files listed below it (`actor.rs`, `list_changes.rs`,
-//! `connection.rs`, `session.rs`, in that order; `cancel.rs` imports none of them), so no two
-//! import each other.
+//! `connection.rs`, `session.rs`, in that order; `cancel.rs` and `error.rs` import only
+//! `error.rs`), so no two import each other.
 //!
 //! - `actor.rs`: [`UpstreamActor`], its messages ([`ListTools`], [`CallTool`], [`GetStatus`],
 //!   [`EndSession`], [`FollowListChanges`]) and their handlers, and what they do over the
 //!   connection: the listing (pages, limits) and the call (progress, timeouts, cancellation);
-//!   the one mapping from `UpstreamError` to the metrics' error kind.
+//!   counting a failure by its kind.
 //! - `list_changes.rs`: the list-change follower (legacy `GET` stream, modern
 //!   `subscriptions/listen`), reopened with back-off; [`ToolsChanged`] goes to the catalog.
 //! - `connection.rs`: the async client side of the session, all of `impl Connection`: the
@@ -29,10 +29,15 @@
 //!   with a [`Reply`]) and a 2026-07-28 client's [`Round`] to continue; [`alongside`], a call
 //!   run while its questions are served (here and in the HTTP layer).
 //! - [`cancel`]: [`CancelHandle`] / [`CancelToken`], abandoning a call with a reason
-//!   (`upstream_http::CancelReason`).
+//!   ([`CancelReason`]).
+//! - `error.rs`: [`UpstreamError`], what a failed exchange means for the call: a failure on
+//!   the wire (`upstream_http::WireError`), input the client must give, a question left
+//!   unanswered, the actor gone, a cancellation ([`CancelReason`]); its metrics kind and the
+//!   [`Describe`] hook through which the service's edge words it (advice naming a setting is
+//!   the edge's, never this crate's).
 //!
 //! The HTTP client the connection talks through (transport, TLS trust, egress proxies,
-//! `UpstreamError`, the pure reply classifiers) is the `upstream-http` crate; the trust rules
+//! `WireError`, the pure reply classifiers) is the `upstream-http` crate; the trust rules
 //! that concern it are in its crate docs.
 //!
 //! # What an upstream is not trusted with
@@ -50,6 +55,7 @@ mod actor;
 pub mod ask;
 pub mod cancel;
 mod connection;
+mod error;
 mod list_changes;
 mod session;
 
@@ -60,5 +66,6 @@ pub use actor::{
 pub use ask::{alongside, Ask, Asker, Interaction, Reply, Round};
 pub use cancel::{cancel_pair, CancelHandle, CancelToken};
 pub use connection::UpstreamSpec;
+pub use error::{CancelReason, Describe, UpstreamError};
 pub use list_changes::ToolsChanged;
 pub use mcp_wire::Era;
