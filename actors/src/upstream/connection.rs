@@ -1,5 +1,5 @@
 //! The client side of the session with one upstream: the [`Connection`] (the upstream's
-//! [`UpstreamSpec`], its HTTP client and its [`SharedSession`]), the handshakes that move the
+//! [`UpstreamSpec`], its HTTP client and its [`SessionCell`]), the handshakes that move the
 //! session between its states (`ensure_ready`, `reset`, `connect`, `probe`, `initialize`; the
 //! states and transitions themselves are `session.rs`'s, with the state machine drawn there),
 //! and one request under the session's rules ([`Connection::request`]: get ready if needed; on
@@ -8,7 +8,7 @@
 //!
 //! Every way into a handshake (a request's `ensure_ready`, `reset`, the list-change follower)
 //! is bounded by the upstream's timeout, so a handshake the upstream never answers cannot hold
-//! the init lock past that.
+//! the session's handshake lock past that.
 //!
 //! All of `impl Connection` is here; the actor's listing and calls (`actor.rs`) and the
 //! list-change follower (`list_changes.rs`) are functions over a `&Connection`.
@@ -21,7 +21,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::session::{Handshake, RequestContext, SessionState, SharedSession, CLIENT_NAME};
+use super::session::{Handshake, RequestContext, SessionCell, SessionState, CLIENT_NAME};
 use mcp_wire::jsonrpc::{self, RequestId};
 use mcp_wire::{modern, version, Era};
 use proxy_metrics::{Metrics, UpstreamErrorKind};
@@ -51,13 +51,12 @@ pub struct UpstreamSpec {
 }
 
 /// Per-upstream connection, shared by the actor and its in-flight request futures (all on the
-/// actor's thread, hence `Rc` and a [`SharedSession`]).
+/// actor's thread, hence `Rc`; the session in them changes mid-flight, hence a [`SessionCell`]).
+/// The rest is fixed at creation but for the request ids.
 pub(super) struct Connection {
     pub(super) spec: UpstreamSpec,
     pub(super) client: transport::Client,
-    pub(super) session: SharedSession,
-    /// Serialises (re-)initialization so concurrent requests share one handshake.
-    init_lock: tokio::sync::Mutex<()>,
+    pub(super) session: SessionCell,
     next_id: Cell<i64>,
 }
 
@@ -100,9 +99,8 @@ impl Connection {
         let connect_timeout = spec.timeout.min(Duration::from_secs(10));
         Connection {
             client: transport::Client::new(spec.url.clone(), spec.token.clone(), connect_timeout, &spec.network),
-            session: SharedSession::new(SessionState::new(spec.era_hint)),
+            session: SessionCell::new(spec.era_hint),
             spec,
-            init_lock: tokio::sync::Mutex::new(()),
             next_id: Cell::new(1),
         }
     }
@@ -127,16 +125,11 @@ impl Connection {
         id
     }
 
-    /// The ready session, if there is one.
-    fn context(&self) -> Option<RequestContext> {
-        self.session.read(SessionState::context)
-    }
-
     /// Fire-and-forget POST of a notification or a response within the current session
     /// (nothing of a session when none is ready), bounded by `timeout`; failures are not
     /// interesting to anyone.
     pub(super) async fn post_in_session(&self, message: &Value, timeout: Duration) {
-        let ctx = self.context();
+        let ctx = self.session.context();
         let envelope = ctx.as_ref().map_or(Envelope::Bare, RequestContext::envelope);
         let what = Message {
             method: message.get("method").and_then(Value::as_str),
@@ -240,30 +233,19 @@ impl Connection {
     /// hung handshake ends (and frees the lock for the next one) within that time, whoever
     /// started it.
     pub(super) async fn ensure_ready(&self) -> Result<RequestContext, UpstreamError> {
-        if let Some(ctx) = self.context() {
+        if let Some(ctx) = self.session.context() {
             return Ok(ctx);
         }
-        self.with_timeout(async {
-            let _guard = self.init_lock.lock().await;
-            if let Some(ctx) = self.context() {
-                return Ok(ctx);
-            }
-            self.connect().await
-        })
-        .await
+        self.with_timeout(self.session.handshake_once(SessionCell::context, || self.connect()))
+            .await
     }
 
     /// Drops the session of `generation` (and, if asked, the era) and connects anew, unless
     /// another request already did so since. Bounded like [`Self::ensure_ready`].
     async fn reset(&self, generation: u64, forget_era: bool) -> Result<RequestContext, UpstreamError> {
-        self.with_timeout(async {
-            let _guard = self.init_lock.lock().await;
-            if let Some(ctx) = self.session.update(|s| s.lost(generation, forget_era)) {
-                return Ok(ctx);
-            }
-            self.connect().await
-        })
-        .await
+        let lost = |s: &SessionCell| s.lost(generation, forget_era);
+        self.with_timeout(self.session.handshake_once(lost, || self.connect()))
+            .await
     }
 
     /// Probes the era unless the hint is legacy, then initializes a legacy upstream.
@@ -276,7 +258,7 @@ impl Connection {
                 // A legacy hint from the manifest may be stale: a refusal of `initialize`
                 // can mean the upstream moved to the modern era; probe and try again.
                 Err(e) if legacy_hint && e.may_mean_other_era() => {
-                    self.session.update(SessionState::forget_era);
+                    self.session.forget_era();
                     let p = self.probe().await?;
                     if p.era == Era::Legacy {
                         return self.initialize().await;
@@ -287,7 +269,7 @@ impl Connection {
             }
         }
         let told = probed.map(|p| p.told).unwrap_or_default();
-        let ctx = self.session.update(|s| s.became_modern(told));
+        let ctx = self.session.became_modern(told);
         log::info!(upstream = self.spec.label.as_str(), era = "modern", protocol = modern::LATEST_MODERN, generation = ctx.generation; "upstream initialized");
         Ok(ctx)
     }
@@ -315,7 +297,7 @@ impl Connection {
     }
 
     fn probed(&self, era: Era, told: Handshake) -> Probed {
-        self.session.update(|s| s.probed(era));
+        self.session.probed(era);
         log::debug!(upstream = self.spec.label.as_str(), era = era.as_str(); "upstream era probed");
         Probed { era, told }
     }
@@ -402,7 +384,7 @@ impl Connection {
         }
 
         let sticky = session_id.is_some();
-        let ctx = self.session.update(|s| s.became_legacy(session_id, negotiated, told));
+        let ctx = self.session.became_legacy(session_id, negotiated, told);
         log::info!(
             upstream = self.spec.label.as_str(),
             era = "legacy",
