@@ -5,7 +5,7 @@
 //! pending one, the store handed to the job and back.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,6 +17,7 @@ use proxy_metrics::Metrics;
 use tokio::sync::watch;
 use tool_search::semantic::{Vectors, TOOL_MAX_TOKENS};
 
+use super::jobs::Jobs;
 use super::plan::{self, JobReport, ToolTexts};
 use super::query::QueryEmbedder;
 use super::state::{Phase, SemanticIndex, SemanticState};
@@ -43,12 +44,8 @@ pub struct EmbeddingActor {
     dim: usize,
     /// `None` while a job holds it.
     store: Option<VectorStore>,
-    /// The generation being embedded, if a job runs.
-    running: Option<u64>,
-    /// The newest snapshot not yet embedded (a newer one replaces it).
-    pending: Option<Arc<Snapshot>>,
-    /// The newest generation seen: a job for an older one stops at its next chunk.
-    latest: Arc<AtomicU64>,
+    /// Which snapshot is embedded next (one job at a time, the newest wins).
+    jobs: Jobs<Arc<Snapshot>>,
 }
 
 impl EmbeddingActor {
@@ -69,9 +66,7 @@ impl EmbeddingActor {
             model: String::new(),
             dim: 0,
             store: None,
-            running: None,
-            pending: None,
-            latest: Arc::new(AtomicU64::new(0)),
+            jobs: Jobs::new(),
         }
     }
 
@@ -137,12 +132,11 @@ impl EmbeddingActor {
 
     fn start_job(&mut self, snap: Arc<Snapshot>, ctx: &mut Context<Self>) {
         let (Some(embedder), Some(mut store)) = (self.embedder.clone(), self.store.take()) else {
-            self.pending = Some(snap);
+            self.jobs.wait(snap);
             return;
         };
         let generation = snap.generation;
-        self.running = Some(generation);
-        let latest = self.latest.clone();
+        let stop = self.jobs.started(generation);
         let path = self.vectors_path.clone();
         let progress = self.published.borrow().progress.clone();
         let metrics = self.metrics.clone();
@@ -167,7 +161,7 @@ impl EmbeddingActor {
                     embed::release_memory();
                     vectors
                 },
-                || latest.load(Ordering::Relaxed) != generation,
+                || stop.superseded(),
                 |store, done| {
                     progress.done.store(done, Ordering::Relaxed);
                     if done - checkpoint >= CHECKPOINT_EVERY {
@@ -204,7 +198,7 @@ impl EmbeddingActor {
     }
 
     fn finish(&mut self, done: Result<JobDone, tokio::task::JoinError>, ctx: &mut Context<Self>) {
-        self.running = None;
+        let next = self.jobs.finished();
         match done {
             Ok(done) => {
                 self.store = Some(done.store);
@@ -225,7 +219,7 @@ impl EmbeddingActor {
                 self.store = Some(VectorStore::new(self.model.clone(), self.dim));
             }
         }
-        if let Some(next) = self.pending.take() {
+        if let Some(next) = next {
             self.start_job(next, ctx);
         }
     }
@@ -319,11 +313,8 @@ impl Handler<SnapshotChanged> for EmbeddingActor {
     type Result = ();
 
     fn handle(&mut self, msg: SnapshotChanged, ctx: &mut Self::Context) {
-        self.latest.store(msg.0.generation, Ordering::Relaxed);
-        if self.running.is_some() {
-            self.pending = Some(msg.0);
-        } else {
-            self.start_job(msg.0, ctx);
+        if let Some(now) = self.jobs.arrived(msg.0.generation, msg.0) {
+            self.start_job(now, ctx);
         }
     }
 }
