@@ -396,3 +396,236 @@ impl Connection {
         Ok(ctx)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The connection against a scriptable raw HTTP upstream (the `fake-upstream` crate), on
+    //! the actix test runtime: the handshakes, a lost session and an era found anew.
+
+    use std::time::Duration;
+
+    use fake_upstream::{fake, http, init_result, json_reply, result_of, Fake, Part, Seen};
+    use futures_util::future::join_all;
+
+    use super::*;
+
+    fn spec(url: &str, timeout: Duration, era_hint: Option<Era>) -> UpstreamSpec {
+        UpstreamSpec {
+            label: "u".into(),
+            url: url.into(),
+            token: None,
+            timeout,
+            max_response_bytes: 1 << 20,
+            era_hint,
+            metrics: Arc::default(),
+            network: upstream_http::Network::direct().expect("the TLS configuration builds"),
+        }
+    }
+
+    /// A legacy upstream with a sticky session (`s<n>` at the n-th `initialize`), whose
+    /// `tools/list` answers `list(request, nth)` (`None`: an empty listing).
+    async fn sticky(list: impl Fn(&Seen, usize) -> Option<Vec<Part>> + 'static) -> Fake {
+        fake(move |req, nth| match req.rpc().as_str() {
+            "server/discover" => json_reply(
+                &json!({"jsonrpc": "2.0", "id": req.id(), "error": {"code": -32601, "message": "Method not found"}}),
+            ),
+            "initialize" => {
+                let body = result_of(req, init_result(false)).to_string();
+                let sid = format!("s{nth}");
+                vec![Part::Send(http(
+                    200,
+                    "application/json",
+                    &[("Mcp-Session-Id", &sid)],
+                    body.as_bytes(),
+                ))]
+            }
+            "tools/list" => list(req, nth).unwrap_or_else(|| json_reply(&result_of(req, json!({"tools": []})))),
+            _ => vec![Part::Send(http(202, "", &[], b""))],
+        })
+        .await
+    }
+
+    /// `tools/list` as the connection sends it: the session it was answered in.
+    async fn list(conn: &Connection) -> Result<RequestContext, UpstreamError> {
+        conn.request("tools/list", None, RequestOptions::default())
+            .await
+            .map(|(_, ctx)| ctx)
+    }
+
+    fn session_not_found() -> Vec<Part> {
+        vec![Part::Send(http(404, "", &[], b""))]
+    }
+
+    #[actix::test]
+    async fn concurrent_first_requests_share_one_handshake() {
+        let up = sticky(|_, _| None).await;
+        let conn = Connection::new(spec(&up.url, Duration::from_secs(5), None));
+        let all = join_all((0..8).map(|_| list(&conn))).await;
+        assert_eq!((up.count("server/discover"), up.count("initialize")), (1, 1));
+        assert_eq!(up.count("notifications/initialized"), 1);
+        for ctx in all {
+            let ctx = ctx.unwrap();
+            assert_eq!((ctx.generation, ctx.era()), (1, Era::Legacy));
+            assert!(ctx.session.has_session_id());
+        }
+        assert_eq!(up.count("tools/list"), 8);
+    }
+
+    #[actix::test]
+    async fn a_lost_session_is_initialized_again_and_the_request_retried_once() {
+        let up = sticky(|_, nth| (nth == 0).then(session_not_found)).await;
+        let conn = Connection::new(spec(&up.url, Duration::from_secs(5), None));
+        let ctx = list(&conn).await.unwrap();
+        assert_eq!(ctx.generation, 2, "a new session");
+        assert_eq!(
+            ctx.session,
+            super::super::session::Ready::Legacy {
+                id: Some("s1".into()),
+                version: "2025-06-18".into()
+            }
+        );
+        assert_eq!((up.count("initialize"), up.count("tools/list")), (2, 2));
+        let retried = up
+            .seen
+            .borrow()
+            .iter()
+            .filter(|s| s.rpc() == "tools/list")
+            .map(|s| s.header("mcp-session-id").map(str::to_string))
+            .collect::<Vec<_>>();
+        assert_eq!(retried, [Some("s0".to_string()), Some("s1".to_string())]);
+    }
+
+    #[actix::test]
+    async fn a_request_refused_again_in_a_fresh_session_fails_without_a_loop() {
+        let up = sticky(|_, _| Some(session_not_found())).await;
+        let conn = Connection::new(spec(&up.url, Duration::from_secs(5), None));
+        let err = list(&conn).await.unwrap_err();
+        assert!(matches!(err, UpstreamError::Http { status: 404, .. }), "{err:?}");
+        assert_eq!(
+            (up.count("initialize"), up.count("tools/list")),
+            (2, 2),
+            "one reset, one retry"
+        );
+        // The retry's refusal is not taken as a loss of the new session: the next request
+        // sends in it, and only its own refusal starts the next reset.
+        let _ = list(&conn).await;
+        let sessions: Vec<Option<String>> = up
+            .seen
+            .borrow()
+            .iter()
+            .filter(|s| s.rpc() == "tools/list")
+            .map(|s| s.header("mcp-session-id").map(str::to_string))
+            .collect();
+        assert_eq!(sessions[2], Some("s1".to_string()), "{sessions:?}");
+        assert_eq!(up.count("initialize"), 3);
+    }
+
+    #[actix::test]
+    async fn a_hung_handshake_times_out_for_every_waiter_and_frees_the_lock() {
+        let hung = std::rc::Rc::new(std::cell::Cell::new(true));
+        let up = {
+            let hung = hung.clone();
+            fake(move |req, nth| match req.rpc().as_str() {
+                "initialize" if hung.get() => vec![Part::Hang],
+                "initialize" => {
+                    let body = result_of(req, init_result(false)).to_string();
+                    let sid = format!("s{nth}");
+                    vec![Part::Send(http(
+                        200,
+                        "application/json",
+                        &[("Mcp-Session-Id", &sid)],
+                        body.as_bytes(),
+                    ))]
+                }
+                "tools/list" => json_reply(&result_of(req, json!({"tools": []}))),
+                _ => vec![Part::Send(http(202, "", &[], b""))],
+            })
+            .await
+        };
+        let conn = Connection::new(spec(&up.url, Duration::from_millis(200), Some(Era::Legacy)));
+        let started = Instant::now();
+        let first = list(&conn);
+        let waiter = async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let r = list(&conn).await;
+            (r, started.elapsed())
+        };
+        let (first, (waited, took)) = futures_util::future::join(first, waiter).await;
+        for r in [first, waited] {
+            assert!(matches!(r, Err(UpstreamError::Timeout { .. })), "{r:?}");
+        }
+        // The waiter's own timeout counts its wait: it ends 200 ms after it came, not after
+        // the first one's time plus its own.
+        assert!(took < Duration::from_millis(450), "{took:?}");
+        assert_eq!(
+            up.count("initialize"),
+            2,
+            "the first one's give-up freed the lock for the waiter"
+        );
+        hung.set(false);
+        let ctx = list(&conn).await.unwrap();
+        assert_eq!(
+            (ctx.generation, up.count("initialize")),
+            (1, 3),
+            "the next request handshakes anew"
+        );
+    }
+
+    #[actix::test]
+    async fn a_stale_legacy_hint_is_probed_and_found_modern() {
+        let up = fake(|req, _| match req.rpc().as_str() {
+            "initialize" => vec![Part::Send(http(400, "", &[], b""))],
+            "server/discover" => json_reply(&result_of(
+                req,
+                json!({"supportedVersions": [modern::LATEST_MODERN], "capabilities": {"tools": {"listChanged": true}}}),
+            )),
+            "tools/list" => json_reply(&result_of(req, json!({"tools": []}))),
+            _ => vec![Part::Send(http(202, "", &[], b""))],
+        })
+        .await;
+        let conn = Connection::new(spec(&up.url, Duration::from_secs(5), Some(Era::Legacy)));
+        let ctx = list(&conn).await.unwrap();
+        assert_eq!((ctx.era(), ctx.generation), (Era::Modern, 1));
+        assert_eq!((up.count("initialize"), up.count("server/discover")), (1, 1));
+        assert!(
+            conn.session.read(SessionState::list_changed),
+            "the probe's facts are kept"
+        );
+        let stamped = up
+            .seen
+            .borrow()
+            .iter()
+            .find(|s| s.rpc() == "tools/list")
+            .map(|s| s.body["params"]["_meta"].is_object());
+        assert_eq!(stamped, Some(true), "a modern request is stamped");
+    }
+
+    #[actix::test]
+    async fn a_modern_upstream_that_refuses_like_a_legacy_one_is_probed_again() {
+        let up = fake(|req, nth| match (req.rpc().as_str(), nth) {
+            ("server/discover", 0) => {
+                json_reply(&result_of(req, json!({"supportedVersions": [modern::LATEST_MODERN]})))
+            }
+            ("server/discover", _) => json_reply(
+                &json!({"jsonrpc": "2.0", "id": req.id(), "error": {"code": -32601, "message": "Method not found"}}),
+            ),
+            ("initialize", _) => json_reply(&result_of(req, init_result(false))),
+            // The first listing meets an upstream that went back to the legacy era.
+            ("tools/list", 0) => vec![Part::Send(http(400, "", &[], b""))],
+            ("tools/list", _) => json_reply(&result_of(req, json!({"tools": []}))),
+            _ => vec![Part::Send(http(202, "", &[], b""))],
+        })
+        .await;
+        let conn = Connection::new(spec(&up.url, Duration::from_secs(5), None));
+        let ctx = list(&conn).await.unwrap();
+        assert_eq!((ctx.era(), ctx.generation), (Era::Legacy, 2));
+        assert_eq!(
+            (
+                up.count("server/discover"),
+                up.count("initialize"),
+                up.count("tools/list")
+            ),
+            (2, 1, 2)
+        );
+    }
+}
