@@ -11,7 +11,8 @@
 //! the session's handshake lock past that.
 //!
 //! All of `impl Connection` is here; the actor's listing and calls (`actor.rs`) and the
-//! list-change follower (`list_changes.rs`) are functions over a `&Connection`.
+//! list-change follower (`list_changes.rs`) are functions over a `&Connection`. The tests
+//! below run it against a scriptable upstream (the `fake-upstream` crate).
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -452,6 +453,16 @@ mod tests {
             .map(|(_, ctx)| ctx)
     }
 
+    /// `mcp_proxy_upstream_errors_total{upstream="u",kind="session_reset"}`.
+    fn session_resets(conn: &Connection) -> u64 {
+        let empty = proxy_core::catalog::Snapshot::build(Vec::new(), 0, &Default::default());
+        let text = conn.spec.metrics.encode(&empty, 0);
+        let line = r#"mcp_proxy_upstream_errors_total{upstream="u",kind="session_reset"} "#;
+        text.lines()
+            .find_map(|l| l.strip_prefix(line))
+            .map_or(0, |n| n.parse().unwrap())
+    }
+
     fn session_not_found() -> Vec<Part> {
         vec![Part::Send(http(404, "", &[], b""))]
     }
@@ -493,6 +504,7 @@ mod tests {
             .map(|s| s.header("mcp-session-id").map(str::to_string))
             .collect::<Vec<_>>();
         assert_eq!(retried, [Some("s0".to_string()), Some("s1".to_string())]);
+        assert_eq!(session_resets(&conn), 1, "counted");
     }
 
     #[actix::test]
@@ -506,6 +518,7 @@ mod tests {
             (2, 2),
             "one reset, one retry"
         );
+        assert_eq!(session_resets(&conn), 1);
         // The retry's refusal is not taken as a loss of the new session: the next request
         // sends in it, and only its own refusal starts the next reset.
         let _ = list(&conn).await;
