@@ -27,7 +27,9 @@
 //! `GET /metrics` (http::metrics) encodes the process's one `Metrics` (proxy-metrics), which
 //! the application and the actors record into with atomics.
 //!
-//! Every piece of shared state has one owner, an actor, which alone changes it. The
+//! Every piece of shared state has one owner, an actor, which alone changes it (an upstream
+//! actor through one single-writer type, its `SessionCell`, since the session changes in the
+//! middle of its concurrent requests: see `proxy_actors::upstream`). The
 //! application and the handlers change state only by sending messages; what they read on
 //! every request (the catalog snapshot, the semantic index, the ended-session set) the owner
 //! publishes on a `tokio::sync::watch` channel, so reading costs no message round trip.

@@ -11,7 +11,9 @@
 //!     session's rules (reset and retry once).
 //!   - `upstream/session.rs`: the session as pure state (one `Session` type: unready with an
 //!     era hint, ready legacy with its session id and version, ready modern) and its
-//!     transitions; the era and session state machine is drawn there.
+//!     transitions; the era and session state machine is drawn there. `SessionCell` is the
+//!     session's single writer, shared by the actor's request futures: they run concurrently
+//!     on its thread and the session changes mid-flight (see [`upstream`]).
 //!   - [`upstream::ask`]: what a call may ask its client (elicitation, sampling, roots) and how
 //!     the answer comes back.
 //!   - [`upstream::cancel`]: abandoning a call with a reason.

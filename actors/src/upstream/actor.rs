@@ -253,7 +253,7 @@ impl Handler<EndSession> for UpstreamActor {
     fn handle(&mut self, _: EndSession, _: &mut Self::Context) -> Self::Result {
         let conn = self.conn.clone();
         Box::pin(async move {
-            let Some((sid, version)) = conn.session.update(SessionState::ended) else {
+            let Some((sid, version)) = conn.session.ended() else {
                 return;
             };
             let envelope = Envelope::Legacy {

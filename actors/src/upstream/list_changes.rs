@@ -99,7 +99,7 @@ async fn listen_once(
     let is_sse = resp.is_sse();
     if status == 404 && ctx.session.has_session_id() {
         // The session is gone: the next ensure_ready re-initializes.
-        conn.session.update(|s| s.lost(ctx.generation, false));
+        conn.session.lost(ctx.generation, false);
         return Err(UpstreamError::Wire(WireError::Http {
             status,
             detail: "session not found".into(),

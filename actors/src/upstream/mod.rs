@@ -1,10 +1,20 @@
 //! `UpstreamActor`: one per configured upstream MCP server, speaking either protocol era.
 //!
-//! The actor owns everything that is per-upstream state: the awc client (created on the
-//! actor's own arbiter thread, never shared across threads), the bearer token, the timeout,
-//! the protocol era and the legacy session (`Mcp-Session-Id`, negotiated version). Requests run
-//! concurrently: each message handler returns a future on the actor's thread, so a slow
-//! `tools/call` never blocks a `tools/list` or another call.
+//! All per-upstream state lives on the actor's own arbiter thread, never shared across
+//! threads: the awc client, the bearer token, the timeout, the protocol era and the legacy
+//! session (`Mcp-Session-Id`, negotiated version). Requests run concurrently: each message
+//! handler returns a future on the actor's thread, so a slow `tools/call` never blocks a
+//! `tools/list` or another call.
+//!
+//! # Who writes the session
+//! The actor's state is its `Connection`, shared (`Rc`) by the request futures its handlers
+//! return. All of it is fixed at creation but the session, which changes mid-flight: at the
+//! first request's handshake, when a request finds its session lost or its era changed, when
+//! the list-change stream finds it gone, at `EndSession`. Its single writer is `SessionCell`
+//! (`session.rs`): not `Send`, written only through the session's named transitions in
+//! non-`async` steps (no borrow across an await), handshaking single-flight behind one lock
+//! that the upstream's timeout bounds. Making each change a message to the actor instead
+//! would queue the handshake and the retry behind the calls in its mailbox.
 //!
 //! # Layout
 //!
@@ -24,7 +34,8 @@
 //!   after a lost session or a changed era).
 //! - `session.rs`: the session as pure state, one type (`Session`: `Unready{hint}`,
 //!   `Ready(Legacy{id, version})`, `Ready(Modern)`) and its transitions, unit-tested without a
-//!   runtime. Its module docs hold the era and session state machine.
+//!   runtime, and `SessionCell`, their single writer shared by the request futures (with the
+//!   single-flight handshake). Its module docs hold the era and session state machine.
 //! - [`ask`]: [`Interaction`], what a call may ask its client ([`Ask`] on an [`Asker`], answered
 //!   with a [`Reply`]) and a 2026-07-28 client's [`Round`] to continue; [`alongside`], a call
 //!   run while its questions are served (here and in the HTTP layer).
