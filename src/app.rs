@@ -62,7 +62,7 @@ pub use proxy_actors::asking::{Asking, Talk};
 use proxy_actors::catalog::{CatalogActor, Refresh, RefreshReason};
 use proxy_actors::embedding::{EmbedQueries, Phase, SemanticIndex, SemanticState};
 use proxy_actors::retrieval::{self, ClientKey, RetrievalTracker};
-use proxy_actors::upstream::{CancelToken, UpstreamActor};
+use proxy_actors::upstream::{CancelToken, UpstreamActor, UpstreamError};
 pub use proxy_core::asking::Retry;
 use proxy_core::asking::Timeouts;
 use proxy_core::catalog::Snapshot;
@@ -72,7 +72,6 @@ use proxy_core::tools::{
     UpstreamFailure, UsageError,
 };
 use proxy_metrics::{self as metrics, FallbackReason, Metrics, NO_UPSTREAM, OTHER};
-use upstream_http::UpstreamError;
 
 /// How long a search waits for its query vectors before it answers lexically.
 pub const QUERY_EMBEDDING_TIMEOUT: Duration = Duration::from_secs(2);
@@ -306,8 +305,8 @@ fn failure(upstream: &str, tool: &str, e: UpstreamError) -> UpstreamFailure {
     UpstreamFailure {
         upstream: upstream.to_string(),
         tool: tool.to_string(),
-        error: e.to_string(),
-        advice: e.advice().to_string(),
+        error: crate::advice::describe(&e),
+        advice: crate::advice::advice(&e).to_string(),
         retryable: e.retryable(),
         cancelled: matches!(e, UpstreamError::Cancelled(_)),
         client_side: matches!(

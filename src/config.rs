@@ -320,7 +320,8 @@ impl Config {
         let listing_max_chars = positive_count(&get, LISTING_MAX_CHARS, DEFAULT_LISTING_MAX_CHARS)?;
         let upstream_ca = get(UPSTREAM_CA_FILE).map(|path| upstream_ca(&path)).transpose()?;
         // `Egress` owns the names and applies the lower-case-wins rule (empty = unset, as here).
-        let egress = upstream_http::egress::Egress::from_lookup(&|k| get(k)).map_err(|e| err(e.var, e.message))?;
+        let egress =
+            upstream_http::egress::Egress::from_lookup(&|k| get(k)).map_err(|e| err(e.var, e.error.to_string()))?;
         let state_secret = get(REQUEST_STATE_SECRET);
         if state_secret
             .as_ref()

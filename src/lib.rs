@@ -30,7 +30,9 @@
 //! `GET /metrics` (http::metrics) encodes the process's one `Metrics` (proxy-metrics), which
 //! the application and the actors record into with atomics.
 //!
-//! Every piece of shared state has one owner, an actor, which alone changes it. The
+//! Every piece of shared state has one owner, an actor, which alone changes it (an upstream
+//! actor through one single-writer type, its `SessionCell`, since the session changes in the
+//! middle of its concurrent requests: see `proxy_actors::upstream`). The
 //! application and the handlers change state only by sending messages; what they read on
 //! every request (the catalog snapshot, the semantic index, the ended-session set) the owner
 //! publishes on a `tokio::sync::watch` channel, so reading costs no message round trip.
@@ -40,6 +42,8 @@
 //! - [`app`]: the application service: search (semantic arm, lexical fallback), describe,
 //!   call (resolve, validate, unknown tool → one refresh → one retry, route), refresh; and the
 //!   metrics and telemetry of each, from typed outcomes.
+//! - [`advice`]: the words a model or an operator reads about a failed upstream exchange,
+//!   the one place that names a setting to change.
 //! - [`http`]: transport only: HTTP/JSON-RPC ↔ typed request ↔ [`app`] ↔ reply, the eras'
 //!   header rules, SSE streaming, health, metrics.
 //! - [`server`]: starts the actors and the HTTP server, and drains it at shutdown (also used
@@ -51,13 +55,14 @@
 //! `proxy-actors` (the catalog, upstream, embedding, client-session, asking-desk and retrieval
 //! actors),
 //! `upstream-http` (the HTTP client of the upstreams: transport, TLS trust, egress proxies,
-//! `UpstreamError`), `proxy-metrics` (the metrics and their OpenMetrics text), `embed` (the
+//! `WireError`), `proxy-metrics` (the metrics and their OpenMetrics text), `embed` (the
 //! sentence-embedding model and the vector store), `demo-upstream` (the embedded demo server),
 //! `search-eval` (the research harness: retrieval metrics over the evaluation sets, offline
 //! ranking of a catalog file; not part of the service).
 
 #![forbid(unsafe_code)]
 
+pub mod advice;
 pub mod app;
 pub mod cli;
 pub mod config;

@@ -174,6 +174,7 @@ pub fn catalog_config(cfg: &Config) -> CatalogConfig {
         ttl: cfg.catalog_ttl,
         policy: cfg.policy.clone(),
         min_refresh_interval: cfg.refresh_min_interval,
+        describe: crate::advice::describe,
         ..CatalogConfig::default()
     }
 }

@@ -11,10 +11,12 @@
 //!     session's rules (reset and retry once).
 //!   - `upstream/session.rs`: the session as pure state (one `Session` type: unready with an
 //!     era hint, ready legacy with its session id and version, ready modern) and its
-//!     transitions; the era and session state machine is drawn there.
+//!     transitions; the era and session state machine is drawn there. `SessionCell` is the
+//!     session's single writer, shared by the actor's request futures: they run concurrently
+//!     on its thread and the session changes mid-flight (see [`upstream`]).
 //!   - [`upstream::cancel`]: abandoning a call with a reason.
 //!   - The HTTP client the connection talks through (transport, TLS, egress proxies,
-//!     `UpstreamError`, the pure reply classifiers) is the `upstream-http` crate.
+//!     `WireError`, the pure reply classifiers) is the `upstream-http` crate.
 //! - [`catalog`]: `CatalogActor`, the only writer of the catalog.
 //!   - `catalog/actor.rs`: the actor, its configuration and messages, and the refresh state
 //!     machine (coalescing, rate limit, TTL, retries); it owns the current snapshot (published
@@ -39,7 +41,8 @@
 //!   where its next call ranked in it.
 //!
 //! The actors record into the process's one `Metrics` (the `proxy-metrics` crate); the
-//! upstream actor holds the one mapping from `UpstreamError` to an error kind.
+//! upstream module's `UpstreamError` holds the one mapping from a failed exchange to an error
+//! kind.
 //!
 //! Only actors and their state machines are here: no HTTP client (`upstream-http`) and no
 //! metrics registry (`proxy-metrics`).

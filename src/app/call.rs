@@ -11,12 +11,12 @@ use proxy_actors::catalog::{Refresh, RefreshReason};
 use proxy_actors::retrieval::{self, ClientKey};
 use proxy_actors::upstream::{CallTool, Called};
 use proxy_core::asking::{self, CallKey, Opened, RoundAnswers};
+use proxy_actors::upstream::UpstreamError;
 use proxy_core::catalog::resolve::{resolve, Resolution};
 use proxy_core::catalog::Snapshot;
 use proxy_core::request_state;
 use proxy_core::tools::{self, CallOutcome, CallRequest, Prepared};
 use proxy_metrics::{self as metrics, Metrics};
-use upstream_http::UpstreamError;
 
 use super::held::spawn_held;
 use super::{failure, metric_of, App, Asking, CallContext, Peers};

@@ -13,9 +13,9 @@ use proxy_actors::asking::{self as desk, Ask, Driven, HeldCall};
 use proxy_actors::upstream::{cancel_pair, CallTool, CancelToken};
 use proxy_core::asking::{self, CallKey, Timeouts};
 use proxy_core::request_state::{self, Resume};
+use proxy_actors::upstream::UpstreamError;
 use proxy_core::tools::CallOutcome;
 use proxy_metrics::Metrics;
-use upstream_http::UpstreamError;
 
 use super::call::{relay, state_refused};
 use super::{failure, App, CallContext, Peers};
@@ -78,7 +78,7 @@ impl<P: Peers> App<P> {
                 requests,
             },
             Driven::Gone { upstream, tool } => {
-                let e = UpstreamError::Cancelled(upstream_http::CancelReason::ClientGone);
+                let e = UpstreamError::Cancelled(proxy_actors::upstream::CancelReason::ClientGone);
                 CallOutcome::Failed(failure(&upstream, &tool, e))
             }
             Driven::DeskGone { upstream, tool } => {

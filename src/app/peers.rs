@@ -11,8 +11,7 @@ use std::future::Future;
 use actix::{Addr, MailboxError};
 
 use proxy_actors::catalog::{CatalogActor, Refresh, RefreshFailure, RefreshReport};
-use proxy_actors::upstream::{CallTool, Called, UpstreamActor};
-use upstream_http::UpstreamError;
+use proxy_actors::upstream::{CallTool, Called, UpstreamActor, UpstreamError};
 
 /// What an upstream's actor answers a [`CallTool`] with (the outer error: the actor is gone).
 pub type CallReply = Result<Result<Called, UpstreamError>, MailboxError>;

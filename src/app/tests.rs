@@ -335,9 +335,9 @@ async fn a_tool_whose_upstream_has_no_actor_has_no_route() {
 /// `retryable`).
 #[actix::test]
 async fn an_upstream_failure_is_reported_with_its_advice_after_one_send() {
-    let timeout = UpstreamError::Timeout {
+    let timeout = UpstreamError::Wire(upstream_http::WireError::Timeout {
         elapsed: Duration::from_secs(3),
-    };
+    });
     let record = record(vec![
         Script::Answer(Err(timeout)),
         Script::Answer(Ok(result(&json!({})))),

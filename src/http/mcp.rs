@@ -52,10 +52,9 @@ use mcp_wire::{modern, version, Era};
 use proxy_actors::asking::{alongside, relay_questions, Deliver, EndSession};
 use proxy_actors::retrieval::ClientKey;
 use proxy_actors::sessions;
-use proxy_actors::upstream::{cancel_pair, CancelHandle};
+use proxy_actors::upstream::{cancel_pair, CancelHandle, CancelReason};
 use proxy_core::asking::{self, LEGACY_LOG_LEVEL};
 use proxy_core::tools::{ToolOutcome, ToolRequest, ToolResult};
-use upstream_http::CancelReason;
 
 use super::checks;
 use super::error::HttpError;

@@ -85,6 +85,7 @@ pub fn catalog_config(manifest: Option<std::path::PathBuf>) -> CatalogConfig {
         ttl: None,
         unknown_tool_cooldown: Duration::ZERO,
         min_refresh_interval: Duration::ZERO,
+        describe: mcp_search_proxy::advice::describe,
         ..CatalogConfig::default()
     }
 }

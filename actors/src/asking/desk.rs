@@ -339,7 +339,7 @@ mod tests {
             .unwrap();
         // expired after 20 ms; cancelled after the 2 s grace (the outcome never comes)
         let reason = tokio::time::timeout(Duration::from_secs(5), token.cancelled()).await;
-        assert_eq!(reason.ok(), Some(upstream_http::CancelReason::Unanswered));
+        assert_eq!(reason.ok(), Some(crate::upstream::CancelReason::Unanswered));
         assert!(d.send(Take(id)).await.unwrap().is_none());
         assert_eq!(d.send(CountHeld).await.unwrap(), 0);
     }

@@ -103,7 +103,7 @@ impl HeldCall {
         }
         actix::spawn(async move {
             let _ = tokio::time::timeout(self.timeouts.expiry_grace(), &mut self.outcome).await;
-            self.cancel.cancel(upstream_http::CancelReason::Unanswered);
+            self.cancel.cancel(crate::upstream::CancelReason::Unanswered);
         });
     }
 }

@@ -3,10 +3,12 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use actix::prelude::*;
 use tokio::sync::oneshot;
+// tokio's clock (the same as std's, but a test can pause it and drive the timers).
+use tokio::time::Instant;
 
 use proxy_core::catalog::report::{upstream_reports, LastErrors, RefreshFailure, RefreshReason, RefreshReport};
 use proxy_core::catalog::snapshot::{Snapshot, UpstreamState};
@@ -15,8 +17,8 @@ use proxy_core::policy::Policy;
 use proxy_metrics::{Metrics, RefreshOutcome};
 
 use super::refresh::{apply_fanout, effective_ttl, jitter, now_ms};
+use crate::upstream::{Describe, UpstreamError};
 use crate::upstream::{FollowListChanges, ListTools, Listing, ToolsChanged, UpstreamActor};
-use upstream_http::UpstreamError;
 
 /// Catalog behaviour settings.
 #[derive(Debug, Clone)]
@@ -35,6 +37,9 @@ pub struct CatalogConfig {
     pub min_refresh_interval: Duration,
     /// Where refresh outcomes and durations are counted (the process's one [`Metrics`]).
     pub metrics: Arc<Metrics>,
+    /// How a failed listing is told in the refresh report (`last_error`): the service's edge
+    /// adds the advice naming a setting; by default the error's own text.
+    pub describe: Describe,
 }
 
 impl Default for CatalogConfig {
@@ -46,6 +51,7 @@ impl Default for CatalogConfig {
             policy: Policy::default(),
             min_refresh_interval: DEFAULT_MIN_REFRESH_INTERVAL,
             metrics: Arc::default(),
+            describe: |e| e.to_string(),
         }
     }
 }
@@ -59,6 +65,27 @@ pub struct UpstreamHandle {
     pub label: String,
     pub url: String,
     pub addr: Addr<UpstreamActor>,
+}
+
+/// What the catalog needs of one upstream: its label and URL, and where its two messages go
+/// (an [`UpstreamActor`], or a test's fake).
+#[derive(Clone)]
+struct Lister {
+    label: String,
+    url: String,
+    list: Recipient<ListTools>,
+    follow: Recipient<FollowListChanges>,
+}
+
+impl From<UpstreamHandle> for Lister {
+    fn from(h: UpstreamHandle) -> Lister {
+        Lister {
+            list: h.addr.clone().recipient(),
+            follow: h.addr.recipient(),
+            label: h.label,
+            url: h.url,
+        }
+    }
 }
 
 /// Asks for a fan-out refresh and waits for its outcome.
@@ -89,7 +116,7 @@ const JOIN_WINDOW: Duration = Duration::from_millis(250);
 
 pub struct CatalogActor {
     cfg: CatalogConfig,
-    upstreams: Vec<UpstreamHandle>,
+    upstreams: Vec<Lister>,
     snapshot: Arc<Snapshot>,
     /// Every snapshot swapped in is also published here, so readers need no message.
     published: tokio::sync::watch::Sender<Arc<Snapshot>>,
@@ -132,6 +159,10 @@ impl CatalogActor {
         upstreams: Vec<UpstreamHandle>,
         manifest: Option<manifest::Manifest>,
     ) -> CatalogActor {
+        Self::listing(cfg, upstreams.into_iter().map(Lister::from).collect(), manifest)
+    }
+
+    fn listing(cfg: CatalogConfig, upstreams: Vec<Lister>, manifest: Option<manifest::Manifest>) -> CatalogActor {
         let configured: Vec<(String, String)> = upstreams.iter().map(|u| (u.label.clone(), u.url.clone())).collect();
         let states = match manifest {
             Some(m) => m.into_states(&configured),
@@ -230,11 +261,12 @@ impl CatalogActor {
         let previous = self.snapshot.clone();
         let manifest_path = self.cfg.manifest_path.clone();
         let policy = self.cfg.policy.clone();
+        let describe = self.cfg.describe;
         log::debug!(reason = reason.as_str(); "catalog refresh started");
         let fut = async move {
             // Each snapshot entry is listed by the upstream actor of the same label.
             let calls = previous.upstreams.iter().map(|state| {
-                let addr = handles.iter().find(|h| h.label == state.label).map(|h| h.addr.clone());
+                let addr = handles.iter().find(|h| h.label == state.label).map(|h| h.list.clone());
                 let msg = ListTools {
                     previous: state.tools.clone(),
                 };
@@ -249,7 +281,15 @@ impl CatalogActor {
             });
             let results: Vec<(String, Result<Listing, UpstreamError>)> = futures_util::future::join_all(calls).await;
             let work = move || {
-                let out = apply_fanout(&previous, results, reason, started, manifest_path.as_deref(), &policy);
+                let out = apply_fanout(
+                    &previous,
+                    results,
+                    reason,
+                    started.into_std(),
+                    manifest_path.as_deref(),
+                    &policy,
+                    describe,
+                );
                 // The build's tables and the merged listings are garbage now (see the heap crate).
                 heap::release();
                 out
@@ -398,7 +438,7 @@ impl Actor for CatalogActor {
         self.schedule_ttl(ctx);
         let me = ctx.address().recipient::<ToolsChanged>();
         for u in &self.upstreams {
-            u.addr.do_send(FollowListChanges { to: me.clone() });
+            u.follow.do_send(FollowListChanges { to: me.clone() });
         }
     }
 }
@@ -521,5 +561,366 @@ pub fn load_manifest_logged(path: &std::path::Path) -> Option<manifest::Manifest
             log::warn!(error = e.to_string().as_str(); "manifest ignored; the catalog starts empty");
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The refresh state machine on the actix test runtime, with tokio's clock paused (it
+    //! moves only when every task waits, straight to the next timer) and fake upstreams.
+
+    use std::cell::{Cell, RefCell};
+    use std::rc::Rc;
+
+    use mcp_wire::types::Tool;
+    use mcp_wire::Era;
+
+    use super::*;
+
+    /// An upstream that answers `ListTools` after `delay` with `answer`, counting listings.
+    struct FakeLister {
+        delay: Duration,
+        answer: Rc<RefCell<Result<Vec<&'static str>, UpstreamError>>>,
+        listed: Rc<Cell<usize>>,
+        followed: Rc<Cell<usize>>,
+    }
+
+    impl Actor for FakeLister {
+        type Context = Context<Self>;
+    }
+
+    impl Handler<ListTools> for FakeLister {
+        type Result = ResponseFuture<Result<Listing, UpstreamError>>;
+
+        fn handle(&mut self, _: ListTools, _: &mut Self::Context) -> Self::Result {
+            self.listed.set(self.listed.get() + 1);
+            let (delay, answer) = (self.delay, self.answer.borrow().clone());
+            Box::pin(async move {
+                tokio::time::sleep(delay).await;
+                answer.map(|names| Listing {
+                    tools: names.into_iter().map(tool).collect(),
+                    instructions: None,
+                    era: Era::Legacy,
+                    protocol_version: "2025-06-18".into(),
+                    ttl_ms: None,
+                })
+            })
+        }
+    }
+
+    impl Handler<FollowListChanges> for FakeLister {
+        type Result = ();
+
+        fn handle(&mut self, _: FollowListChanges, _: &mut Self::Context) {
+            self.followed.set(self.followed.get() + 1);
+        }
+    }
+
+    fn tool(name: &str) -> Arc<Tool> {
+        Arc::new(serde_json::from_value(serde_json::json!({"name": name, "description": "A tool."})).unwrap())
+    }
+
+    /// One fake upstream, as the test sees it.
+    struct Fake {
+        answer: Rc<RefCell<Result<Vec<&'static str>, UpstreamError>>>,
+        listed: Rc<Cell<usize>>,
+        followed: Rc<Cell<usize>>,
+    }
+
+    fn fake(label: &str, delay: Duration, tools: Vec<&'static str>) -> (Lister, Fake) {
+        let answer = Rc::new(RefCell::new(Ok(tools)));
+        let (listed, followed) = (Rc::new(Cell::new(0)), Rc::new(Cell::new(0)));
+        let addr = FakeLister {
+            delay,
+            answer: answer.clone(),
+            listed: listed.clone(),
+            followed: followed.clone(),
+        }
+        .start();
+        let lister = Lister {
+            label: label.into(),
+            url: format!("http://{label}.test/mcp"),
+            list: addr.clone().recipient(),
+            follow: addr.recipient(),
+        };
+        (
+            lister,
+            Fake {
+                answer,
+                listed,
+                followed,
+            },
+        )
+    }
+
+    /// A started catalog over `listers` and its snapshot channel.
+    fn catalog(
+        cfg: CatalogConfig,
+        listers: Vec<Lister>,
+    ) -> (Addr<CatalogActor>, tokio::sync::watch::Receiver<Arc<Snapshot>>) {
+        let actor = CatalogActor::listing(cfg, listers, None);
+        let rx = actor.subscribe();
+        (actor.start(), rx)
+    }
+
+    fn refresh(reason: RefreshReason, seen_generation: Option<u64>) -> Refresh {
+        Refresh {
+            reason,
+            seen_generation,
+        }
+    }
+
+    async fn sleep_ms(ms: u64) {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+
+    #[actix::test]
+    async fn startup_lists_every_upstream_once_and_publishes_generation_one() {
+        tokio::time::pause();
+        let (a, fa) = fake("a", Duration::ZERO, vec!["x", "y"]);
+        let (b, fb) = fake("b", Duration::ZERO, vec!["z"]);
+        let (addr, mut rx) = catalog(CatalogConfig::default(), vec![a, b]);
+        rx.changed().await.unwrap();
+        let snap = rx.borrow().clone();
+        assert_eq!(snap.generation, 1);
+        let mut names: Vec<&str> = snap.tools.iter().map(|t| t.tool.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["x", "y", "z"]);
+        let status = addr.send(GetCatalogStatus).await.unwrap();
+        assert_eq!((status.fanouts, status.refreshing, status.generation), (1, false, 1));
+        assert_eq!((fa.listed.get(), fb.listed.get()), (1, 1));
+        assert_eq!((fa.followed.get(), fb.followed.get()), (1, 1), "list changes followed");
+    }
+
+    #[actix::test]
+    async fn a_trigger_within_the_join_window_joins_a_later_one_queues_once() {
+        tokio::time::pause();
+        let (a, fa) = fake("a", Duration::from_secs(1), vec!["x"]);
+        let cfg = CatalogConfig {
+            min_refresh_interval: Duration::ZERO,
+            ..Default::default()
+        };
+        let (addr, mut rx) = catalog(cfg, vec![a]);
+        rx.changed().await.unwrap(); // startup
+        let start = Instant::now();
+        // Each listing takes 1 s: the second a refresh is answered in tells its fan-out.
+        let at = |after_ms: u64| {
+            let addr = addr.clone();
+            async move {
+                sleep_ms(after_ms).await;
+                let report = addr
+                    .send(refresh(RefreshReason::Explicit, None))
+                    .await
+                    .unwrap()
+                    .unwrap();
+                assert!(report.ran);
+                start.elapsed().as_secs()
+            }
+        };
+        let (first, joined, q1, q2) = futures_util::future::join4(at(0), at(100), at(300), at(300)).await;
+        assert_eq!((first, joined), (1, 1), "joined the fan-out started 100 ms before");
+        assert_eq!((q1, q2), (2, 2), "queued, once for both, after it");
+        assert_eq!(fa.listed.get(), 3, "startup, the joined pair, one queued for two");
+        let status = addr.send(GetCatalogStatus).await.unwrap();
+        assert_eq!((status.fanouts, status.generation), (3, 3));
+    }
+
+    #[actix::test]
+    async fn explicit_refreshes_are_rate_limited_with_a_note() {
+        tokio::time::pause();
+        let (a, fa) = fake("a", Duration::ZERO, vec!["x"]);
+        let (addr, mut rx) = catalog(CatalogConfig::default(), vec![a]); // at most one per 5 s
+        rx.changed().await.unwrap();
+        sleep_ms(1000).await;
+        let report = addr
+            .send(refresh(RefreshReason::Explicit, None))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(!report.ran);
+        let note = report.note.unwrap_or_default();
+        assert!(note.contains("at most once per 5 s"), "{note}");
+        assert_eq!(
+            (report.total_tools, fa.listed.get()),
+            (1, 1),
+            "the current catalog, not re-listed"
+        );
+        sleep_ms(4100).await;
+        let report = addr
+            .send(refresh(RefreshReason::Explicit, None))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(report.ran && report.note.is_none());
+        assert_eq!(fa.listed.get(), 2);
+    }
+
+    #[actix::test]
+    async fn an_unknown_tool_relists_only_for_the_current_generation_after_the_cooldown() {
+        tokio::time::pause();
+        let (a, fa) = fake("a", Duration::ZERO, vec!["x"]);
+        let cfg = CatalogConfig {
+            min_refresh_interval: Duration::ZERO,
+            ..Default::default() // cool-down 2 s
+        };
+        let (addr, mut rx) = catalog(cfg, vec![a]);
+        rx.changed().await.unwrap();
+        let stale = addr
+            .send(refresh(RefreshReason::UnknownTool, Some(0)))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            !stale.ran,
+            "the caller looked at an older catalog: this one may have the tool"
+        );
+        let cooling = addr
+            .send(refresh(RefreshReason::UnknownTool, Some(1)))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(!cooling.ran, "within the cool-down");
+        assert_eq!(fa.listed.get(), 1);
+        sleep_ms(2100).await;
+        let ran = addr
+            .send(refresh(RefreshReason::UnknownTool, Some(1)))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(ran.ran);
+        assert_eq!(fa.listed.get(), 2);
+    }
+
+    #[actix::test]
+    async fn an_upstream_never_listed_is_retried_with_back_off_until_it_answers() {
+        tokio::time::pause();
+        let (a, fa) = fake("a", Duration::ZERO, vec!["x"]);
+        *fa.answer.borrow_mut() = Err(UpstreamError::Unavailable);
+        let (addr, _rx) = catalog(CatalogConfig::default(), vec![a]);
+        // Listings at 0, 1, 3 and 7 s (back-off 1, 2, 4 s).
+        let start = Instant::now();
+        let mut seen = Vec::new();
+        for at in [500, 1500, 3500, 6900, 7500] {
+            tokio::time::sleep_until(start + Duration::from_millis(at)).await;
+            seen.push((at, fa.listed.get()));
+        }
+        assert_eq!(
+            seen.iter().map(|s| s.1).collect::<Vec<_>>(),
+            [1, 2, 3, 3, 4],
+            "{seen:?}"
+        );
+        // The retry's due time reaches a report answered without a fan-out.
+        let fresh = addr
+            .send(refresh(RefreshReason::UnknownTool, Some(99)))
+            .await
+            .unwrap()
+            .unwrap();
+        let a_report = &fresh.upstreams[0];
+        assert!(!a_report.ok && a_report.error.is_some(), "{a_report:?}");
+        assert_eq!(
+            a_report.retry_in_sec,
+            Some(8),
+            "the next retry, 8 s after the fourth listing"
+        );
+        // It answers at 15 s: the retries stop.
+        *fa.answer.borrow_mut() = Ok(vec!["x"]);
+        sleep_ms(8000).await;
+        assert_eq!(fa.listed.get(), 5);
+        sleep_ms(120_000).await;
+        assert_eq!(fa.listed.get(), 5, "listed: no more retries");
+        let fresh = addr
+            .send(refresh(RefreshReason::UnknownTool, Some(99)))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(fresh.upstreams[0].ok && fresh.upstreams[0].retry_in_sec.is_none());
+    }
+
+    #[actix::test]
+    async fn list_changes_coalesce_and_wait_for_the_rate_limit() {
+        tokio::time::pause();
+        let (a, fa) = fake("a", Duration::ZERO, vec!["x"]);
+        let (addr, mut rx) = catalog(CatalogConfig::default(), vec![a]); // at most one per 5 s
+        rx.changed().await.unwrap();
+        let start = Instant::now();
+        let changed = || ToolsChanged { label: "a".into() };
+        for _ in 0..3 {
+            sleep_ms(100).await;
+            addr.do_send(changed());
+        }
+        tokio::time::sleep_until(start + Duration::from_millis(4900)).await;
+        assert_eq!(fa.listed.get(), 1, "not before 5 s after the last fan-out started");
+        tokio::time::sleep_until(start + Duration::from_millis(5100)).await;
+        assert_eq!(fa.listed.get(), 2, "three changes, one fan-out");
+        // Long after: the debounce alone (500 ms).
+        sleep_ms(10_000).await;
+        addr.do_send(changed());
+        sleep_ms(400).await;
+        assert_eq!(fa.listed.get(), 2);
+        sleep_ms(200).await;
+        assert_eq!(fa.listed.get(), 3);
+    }
+
+    #[actix::test]
+    async fn a_failed_listing_keeps_the_tools_and_reports_the_error() {
+        tokio::time::pause();
+        let (a, fa) = fake("a", Duration::ZERO, vec!["x", "y"]);
+        let (b, _) = fake("b", Duration::ZERO, vec!["z"]);
+        let cfg = CatalogConfig {
+            min_refresh_interval: Duration::ZERO,
+            ..Default::default()
+        };
+        let (addr, mut rx) = catalog(cfg, vec![a, b]);
+        rx.changed().await.unwrap();
+        *fa.answer.borrow_mut() = Err(UpstreamError::Unavailable);
+        let report = addr
+            .send(refresh(RefreshReason::Explicit, None))
+            .await
+            .unwrap()
+            .unwrap();
+        let a_report = report.upstreams.iter().find(|u| u.label == "a").unwrap().clone();
+        assert!(report.ran && !a_report.ok && a_report.error.is_some(), "{report:?}");
+        assert!(a_report.stale, "served from the earlier listing");
+        assert_eq!(
+            (report.total_tools, rx.borrow().tools.len()),
+            (3, 3),
+            "the tools are kept"
+        );
+        assert!(!report.changed);
+        // A report answered without a fan-out still says what failed.
+        let fresh = addr
+            .send(refresh(RefreshReason::UnknownTool, Some(0)))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(!fresh.ran);
+        let fresh_a = fresh.upstreams.iter().find(|u| u.label == "a").unwrap();
+        assert_eq!(fresh_a.error, a_report.error);
+    }
+
+    #[actix::test]
+    async fn when_no_upstream_answers_the_refresh_fails_and_the_catalog_stays() {
+        tokio::time::pause();
+        let (a, fa) = fake("a", Duration::ZERO, vec!["x"]);
+        let cfg = CatalogConfig {
+            min_refresh_interval: Duration::ZERO,
+            ..Default::default()
+        };
+        let (addr, mut rx) = catalog(cfg, vec![a]);
+        rx.changed().await.unwrap();
+        *fa.answer.borrow_mut() = Err(UpstreamError::Unavailable);
+        let failure = addr
+            .send(refresh(RefreshReason::Explicit, None))
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert!(failure.message.contains("unchanged"), "{}", failure.message);
+        assert!(failure.upstreams[0].error.is_some() && failure.upstreams[0].stale);
+        let snap = rx.borrow().clone();
+        assert_eq!(
+            (snap.generation, snap.tools.len()),
+            (1, 1),
+            "the catalog stays as it was"
+        );
     }
 }

@@ -6,6 +6,9 @@
 //! - `actor.rs`: [`CatalogActor`], its configuration ([`CatalogConfig`]) and messages
 //!   ([`Refresh`], [`GetCatalogStatus`], and the upstreams' `ToolsChanged`), the refresh state
 //!   machine below, the timers (TTL, retry, list-change debounce) and loading the manifest.
+//!   The actor reaches each upstream through two recipients (`ListTools`,
+//!   `FollowListChanges`), so its tests beside it drive the state machine with fake upstreams
+//!   on the actix test runtime, with tokio's clock paused.
 //! - `refresh.rs`: the pure part of a fan-out: `apply_fanout` merges the listings
 //!   into a new snapshot (an upstream's listing goes to the snapshot entry of the same label),
 //!   the change journal, the reports ([`RefreshReport`], [`RefreshFailure`]), the effective

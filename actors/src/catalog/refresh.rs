@@ -11,7 +11,7 @@ use proxy_core::catalog::{index_file, ingest, manifest};
 use proxy_core::policy::Policy;
 
 use crate::upstream::Listing;
-use upstream_http::UpstreamError;
+use crate::upstream::{Describe, UpstreamError};
 
 /// The shortest background refresh period an upstream's `ttlMs` can ask for.
 const MIN_TTL: Duration = Duration::from_secs(30);
@@ -36,6 +36,7 @@ pub(super) fn apply_fanout(
     started: Instant,
     manifest_path: Option<&std::path::Path>,
     policy: &Policy,
+    describe: Describe,
 ) -> Result<(Snapshot, RefreshReport), RefreshFailure> {
     let now = now_ms();
     let mut states = previous.upstreams.clone();
@@ -43,7 +44,7 @@ pub(super) fn apply_fanout(
     let mut results: HashMap<String, Result<Listing, UpstreamError>> = results.into_iter().collect();
     for state in states.iter_mut() {
         if let Some(result) = results.remove(&state.label) {
-            any_ok |= apply_listing(state, result, now);
+            any_ok |= apply_listing(state, result, now, describe);
         }
     }
     if !any_ok {
@@ -93,7 +94,12 @@ pub(super) fn persist_index(manifest: &std::path::Path, snapshot: &Snapshot) {
 /// Applies one upstream's listing (or its failure) to its snapshot entry; whether it answered.
 /// A failure keeps the previous tools (served stale) and records the error; one empty listing
 /// after a non-empty one is not believed yet.
-fn apply_listing(state: &mut UpstreamState, result: Result<Listing, UpstreamError>, now: u64) -> bool {
+fn apply_listing(
+    state: &mut UpstreamState,
+    result: Result<Listing, UpstreamError>,
+    now: u64,
+    describe: Describe,
+) -> bool {
     match result {
         Ok(listing) => {
             let (tools, dropped) = ingest::admit(&state.label, listing.tools);
@@ -132,7 +138,7 @@ fn apply_listing(state: &mut UpstreamState, result: Result<Listing, UpstreamErro
                 listing_age_sec = age.unwrap_or(0);
                 "upstream skipped in refresh"
             );
-            state.last_error = Some(e.to_string());
+            state.last_error = Some(describe(&e));
             false
         }
     }
@@ -297,6 +303,7 @@ mod tests {
             Instant::now(),
             None,
             &Default::default(),
+            |e| e.to_string(),
         )
         .unwrap();
         let tools_of = |label: &str| -> Vec<String> {

@@ -5,7 +5,7 @@
 //! pending one, the store handed to the job and back.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,6 +17,7 @@ use proxy_metrics::Metrics;
 use tokio::sync::watch;
 use tool_search::semantic::{Vectors, TOOL_MAX_TOKENS};
 
+use super::jobs::Jobs;
 use super::plan::{self, JobReport, ToolTexts};
 use super::query::QueryEmbedder;
 use super::state::{Phase, SemanticIndex, SemanticState};
@@ -43,12 +44,8 @@ pub struct EmbeddingActor {
     dim: usize,
     /// `None` while a job holds it.
     store: Option<VectorStore>,
-    /// The generation being embedded, if a job runs.
-    running: Option<u64>,
-    /// The newest snapshot not yet embedded (a newer one replaces it).
-    pending: Option<Arc<Snapshot>>,
-    /// The newest generation seen: a job for an older one stops at its next chunk.
-    latest: Arc<AtomicU64>,
+    /// Which snapshot is embedded next (one job at a time, the newest wins).
+    jobs: Jobs<Arc<Snapshot>>,
 }
 
 impl EmbeddingActor {
@@ -69,9 +66,7 @@ impl EmbeddingActor {
             model: String::new(),
             dim: 0,
             store: None,
-            running: None,
-            pending: None,
-            latest: Arc::new(AtomicU64::new(0)),
+            jobs: Jobs::new(),
         }
     }
 
@@ -137,12 +132,11 @@ impl EmbeddingActor {
 
     fn start_job(&mut self, snap: Arc<Snapshot>, ctx: &mut Context<Self>) {
         let (Some(embedder), Some(mut store)) = (self.embedder.clone(), self.store.take()) else {
-            self.pending = Some(snap);
+            self.jobs.wait(snap);
             return;
         };
         let generation = snap.generation;
-        self.running = Some(generation);
-        let latest = self.latest.clone();
+        let stop = self.jobs.started(generation);
         let path = self.vectors_path.clone();
         let progress = self.published.borrow().progress.clone();
         let metrics = self.metrics.clone();
@@ -167,7 +161,7 @@ impl EmbeddingActor {
                     embed::release_memory();
                     vectors
                 },
-                || latest.load(Ordering::Relaxed) != generation,
+                || stop.superseded(),
                 |store, done| {
                     progress.done.store(done, Ordering::Relaxed);
                     if done - checkpoint >= CHECKPOINT_EVERY {
@@ -204,7 +198,7 @@ impl EmbeddingActor {
     }
 
     fn finish(&mut self, done: Result<JobDone, tokio::task::JoinError>, ctx: &mut Context<Self>) {
-        self.running = None;
+        let next = self.jobs.finished();
         match done {
             Ok(done) => {
                 self.store = Some(done.store);
@@ -225,7 +219,7 @@ impl EmbeddingActor {
                 self.store = Some(VectorStore::new(self.model.clone(), self.dim));
             }
         }
-        if let Some(next) = self.pending.take() {
+        if let Some(next) = next {
             self.start_job(next, ctx);
         }
     }
@@ -319,11 +313,133 @@ impl Handler<SnapshotChanged> for EmbeddingActor {
     type Result = ();
 
     fn handle(&mut self, msg: SnapshotChanged, ctx: &mut Self::Context) {
-        self.latest.store(msg.0.generation, Ordering::Relaxed);
-        if self.running.is_some() {
-            self.pending = Some(msg.0);
-        } else {
-            self.start_job(msg.0, ctx);
+        if let Some(now) = self.jobs.arrived(msg.0.generation, msg.0) {
+            self.start_job(now, ctx);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The actor on the actix test runtime: without a model it turns the arm off and stops;
+    //! with the installed model (skipped on a fresh clone) the newest generation wins and the
+    //! vectors persisted beside the manifest are not embedded again.
+
+    use std::path::Path;
+
+    use proxy_core::catalog::snapshot::UpstreamState;
+    use proxy_core::policy::Policy;
+
+    use super::*;
+
+    fn snapshot(generation: u64, tools: usize) -> Arc<Snapshot> {
+        let tools = (0..tools)
+            .map(|i| {
+                let def =
+                    serde_json::json!({"name": format!("tool_{i}"), "description": format!("Does thing number {i}.")});
+                Arc::new(serde_json::from_value(def).unwrap())
+            })
+            .collect();
+        let state = UpstreamState {
+            label: "u".into(),
+            url: "http://u.test/mcp".into(),
+            tools,
+            ..Default::default()
+        };
+        Arc::new(Snapshot::build(vec![state], generation, &Policy::default()))
+    }
+
+    /// A started actor over `model_dir`, the sender of its snapshots and what it publishes.
+    fn start(
+        model_dir: &Path,
+        vectors: Option<PathBuf>,
+        first: Arc<Snapshot>,
+    ) -> (
+        Addr<EmbeddingActor>,
+        watch::Sender<Arc<Snapshot>>,
+        watch::Receiver<SemanticState>,
+    ) {
+        let (snap_tx, snap_rx) = watch::channel(first);
+        let mut initial = SemanticState::off("");
+        initial.phase = Phase::Loading;
+        let (tx, rx) = watch::channel(initial);
+        let addr = EmbeddingActor::new(model_dir.to_owned(), vectors, Arc::default(), snap_rx, tx).start();
+        (addr, snap_tx, rx)
+    }
+
+    /// Waits (at most a minute) until what is published satisfies `done`.
+    async fn until(rx: &mut watch::Receiver<SemanticState>, done: impl Fn(&SemanticState) -> bool) {
+        let wait = rx.wait_for(|s| done(s));
+        tokio::time::timeout(Duration::from_secs(60), wait)
+            .await
+            .expect("published within a minute")
+            .expect("the sender lives");
+    }
+
+    #[actix::test]
+    async fn without_a_model_the_arm_is_off_and_the_actor_stops() {
+        let empty = std::env::temp_dir().join(format!("no-model-{}", std::process::id()));
+        let (addr, _snapshots, mut rx) = start(&empty, None, snapshot(0, 1));
+        until(&mut rx, |s| matches!(s.phase, Phase::Off(_))).await;
+        let Phase::Off(reason) = rx.borrow().phase.clone() else {
+            unreachable!()
+        };
+        assert!(!reason.is_empty(), "the reason is said");
+        assert!(rx.borrow().query.is_none() && rx.borrow().index.is_none());
+        for _ in 0..100 {
+            if !addr.connected() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the actor is still running");
+    }
+
+    #[actix::test]
+    async fn the_newest_generation_wins_and_persisted_vectors_are_not_embedded_again() {
+        let model = embed::default_model_dir();
+        if !embed::model_installed_or_skip(&model, "the EmbeddingActor model test") {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let vectors = dir.path().join("manifest.json.vectors");
+        let (_addr, snapshots, mut rx) = start(&model, Some(vectors.clone()), snapshot(1, 60));
+        until(&mut rx, |s| s.phase == Phase::On).await;
+        // Generation 2 comes while generation 1 may still be embedding.
+        snapshots.send_replace(snapshot(2, 80));
+        let mut seen = Vec::new();
+        let wait = async {
+            loop {
+                let generation = rx.borrow_and_update().index.as_ref().map(|i| i.generation);
+                if seen.last() != Some(&generation) {
+                    seen.push(generation);
+                }
+                if generation == Some(2) {
+                    break;
+                }
+                rx.changed().await.unwrap();
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(120), wait)
+            .await
+            .expect("generation 2 is published");
+        assert!(
+            seen.windows(2).all(|w| w[0] <= w[1]),
+            "never an older generation after a newer one: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let index = rx.borrow().index.clone().unwrap();
+        assert_eq!(index.generation, 2, "still generation 2's");
+        assert_eq!(
+            (index.vectors.count(), index.vectors.len()),
+            (80, 80),
+            "every tool of generation 2 has its vector"
+        );
+        assert!(vectors.is_file(), "the vectors are written beside the manifest");
+
+        // A second actor over the same file embeds nothing.
+        let (_again, _snapshots, mut rx) = start(&model, Some(vectors), snapshot(2, 80));
+        until(&mut rx, |s| s.index.as_ref().is_some_and(|i| i.generation == 2)).await;
+        assert_eq!(rx.borrow().progress.embedded_since_start.load(Ordering::Relaxed), 0);
     }
 }

@@ -7,6 +7,8 @@
 //! - `plan.rs`: the pure core: a snapshot's tool texts and keys ([`ToolTexts`]), which the
 //!   store lacks, the chunked, stoppable fill ([`plan::fill`]) and the vectors aligned with the
 //!   snapshot's index. Unit-tested with a fake model.
+//! - `jobs.rs`: which snapshot is embedded next, as a pure state machine (one job at a time,
+//!   the newest snapshot waiting wins, the running job told when it is superseded).
 //! - `actor.rs`: [`EmbeddingActor`]: loads the model on a blocking thread, owns the
 //!   [`VectorStore`](embed::store::VectorStore), follows the catalog's `watch` channel and, for
 //!   each new generation, embeds only the texts it has no vector for (one job at a time, on a
@@ -24,6 +26,7 @@
 
 mod actor;
 pub mod cache;
+mod jobs;
 pub mod plan;
 mod query;
 mod state;

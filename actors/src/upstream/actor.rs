@@ -47,6 +47,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use super::cancel::CancelToken;
 use super::connection::{Connection, RequestOptions, UpstreamSpec};
+use super::error::{CancelReason, UpstreamError};
 use super::list_changes::{self, ToolsChanged};
 use super::session::{Ready, SessionState};
 use crate::asking::{alongside, asked_outcome, Interaction};
@@ -56,9 +57,9 @@ use mcp_wire::trace::TraceHeaders;
 use mcp_wire::types::Tool;
 use mcp_wire::{modern, Era};
 use proxy_core::asking::{self, Answer, Keyed, Method, Question, Round, UpstreamRequest};
-use proxy_metrics::{AskedOutcome, UpstreamErrorKind};
+use proxy_metrics::AskedOutcome;
 use upstream_http::transport::Envelope;
-use upstream_http::{CancelReason, UpstreamError};
+use upstream_http::WireError;
 
 /// Result of listing an upstream's tools.
 #[derive(Debug, Clone)]
@@ -263,7 +264,7 @@ impl Handler<EndSession> for UpstreamActor {
     fn handle(&mut self, _: EndSession, _: &mut Self::Context) -> Self::Result {
         let conn = self.conn.clone();
         Box::pin(async move {
-            let Some((sid, version)) = conn.session.update(SessionState::ended) else {
+            let Some((sid, version)) = conn.session.ended() else {
                 return;
             };
             let envelope = Envelope::Legacy {
@@ -282,33 +283,9 @@ impl Handler<EndSession> for UpstreamActor {
 
 /// Counts a failed exchange by its kind (cancellations are not counted).
 fn count_error(spec: &UpstreamSpec, e: &UpstreamError) {
-    if let Some(kind) = error_kind(e) {
+    if let Some(kind) = e.kind() {
         spec.metrics.upstream_error_kind(&spec.label, kind);
     }
-}
-
-/// The kind of an upstream error (the `kind` label of `mcp_proxy_upstream_errors_total`);
-/// `None` for a cancellation, which is the client's (or the shutdown's) doing, not the
-/// upstream's. The one mapping from `UpstreamError` to a kind; the match is exhaustive on
-/// purpose: a new `UpstreamError` variant does not compile until it is given its kind here.
-fn error_kind(e: &UpstreamError) -> Option<UpstreamErrorKind> {
-    Some(match e {
-        UpstreamError::Timeout { .. } => UpstreamErrorKind::Timeout,
-        UpstreamError::Connect(_) | UpstreamError::Proxy(_) => UpstreamErrorKind::Connect,
-        UpstreamError::CertificateNotTrusted { .. }
-        | UpstreamError::CertificateNameMismatch { .. }
-        | UpstreamError::Tls { .. } => UpstreamErrorKind::Tls,
-        UpstreamError::Http { .. } => UpstreamErrorKind::HttpStatus,
-        UpstreamError::Redirect { .. } => UpstreamErrorKind::Redirect,
-        UpstreamError::Rpc(_) => UpstreamErrorKind::RpcError,
-        UpstreamError::InvalidReply(_) => UpstreamErrorKind::InvalidReply,
-        UpstreamError::TooLarge { .. } => UpstreamErrorKind::TooLarge,
-        UpstreamError::Unavailable => UpstreamErrorKind::Unavailable,
-        // the upstream did its part (counted in mcp_proxy_upstream_requests_total instead)
-        UpstreamError::Cancelled(_) | UpstreamError::InputRequired { .. } | UpstreamError::Unanswered { .. } => {
-            return None
-        }
-    })
 }
 
 /// Notifications one call may have waiting for its client (a slow reader, or a 2026-07-28
@@ -363,19 +340,19 @@ async fn list_tools(conn: &Connection, previous: &[Arc<Tool>]) -> Result<Listing
         let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
         let (result, ctx) = conn.request("tools/list", params.as_ref(), opts).await?;
         if received.get() > max_bytes {
-            return Err(UpstreamError::InvalidReply(format!(
+            return Err(UpstreamError::invalid_reply(format!(
                 "tools/list pages add up to more than {max_bytes} bytes (the proxy's limit for one listing)"
             )));
         }
         let result: Page = serde_json::from_str(result.get())
-            .map_err(|e| UpstreamError::InvalidReply(format!("tools/list result is not a page of tools ({e})")))?;
+            .map_err(|e| UpstreamError::invalid_reply(format!("tools/list result is not a page of tools ({e})")))?;
         let Some(page) = result.tools else {
-            return Err(UpstreamError::InvalidReply(
+            return Err(UpstreamError::invalid_reply(
                 "tools/list result has no tools array".into(),
             ));
         };
         if tools.len() + page.len() > MAX_LISTED_TOOLS {
-            return Err(UpstreamError::InvalidReply(format!(
+            return Err(UpstreamError::invalid_reply(format!(
                 "tools/list returned more than {MAX_LISTED_TOOLS} tools (the proxy's limit for one upstream)"
             )));
         }
@@ -404,13 +381,13 @@ async fn list_tools(conn: &Connection, previous: &[Arc<Tool>]) -> Result<Listing
         match result.next_cursor.as_ref().and_then(Value::as_str) {
             Some(next) => {
                 if next.len() > MAX_CURSOR_BYTES {
-                    return Err(UpstreamError::InvalidReply(format!(
+                    return Err(UpstreamError::invalid_reply(format!(
                         "tools/list nextCursor is {} bytes, longer than the proxy's {MAX_CURSOR_BYTES}-byte limit",
                         next.len()
                     )));
                 }
                 if !seen_cursors.insert(next.to_string()) {
-                    return Err(UpstreamError::InvalidReply(
+                    return Err(UpstreamError::invalid_reply(
                         "tools/list pagination repeats a cursor".into(),
                     ));
                 }
@@ -427,7 +404,7 @@ async fn list_tools(conn: &Connection, previous: &[Arc<Tool>]) -> Result<Listing
             }
         }
     }
-    Err(UpstreamError::InvalidReply(format!(
+    Err(UpstreamError::invalid_reply(format!(
         "tools/list has more than {MAX_PAGES} pages"
     )))
 }
@@ -509,7 +486,7 @@ async fn call_tool(conn: &Connection, msg: &mut CallTool) -> Result<Called, Upst
         let questions = round.questions();
         if questions.len() > asking::MAX_QUESTIONS {
             // not cut short: the upstream's retry would lack the answers it asked for
-            return Err(UpstreamError::InvalidReply(format!(
+            return Err(UpstreamError::invalid_reply(format!(
                 "input_required asks {} questions in one round, more than the proxy's {}",
                 questions.len(),
                 asking::MAX_QUESTIONS
@@ -529,7 +506,7 @@ async fn call_tool(conn: &Connection, msg: &mut CallTool) -> Result<Called, Upst
             why: u.why,
         })?);
     }
-    Err(UpstreamError::InvalidReply(format!(
+    Err(UpstreamError::invalid_reply(format!(
         "the tool asked for input in more than {} rounds in a row",
         asking::MAX_ROUNDS
     )))
@@ -636,11 +613,11 @@ async fn call_once(
     };
     let (result, _) = outcome?;
     let result = RawObject::parse(result.get())
-        .map_err(|_| UpstreamError::InvalidReply("tools/call result is not an object".into()))?;
+        .map_err(|_| UpstreamError::invalid_reply("tools/call result is not an object".into()))?;
     match Round::read(&result) {
         None => Ok(Called::Done(result)),
         Some(Ok(round)) => Ok(Called::Round(round)),
-        Some(Err(too_long)) => Err(UpstreamError::InvalidReply(too_long.to_string())),
+        Some(Err(too_long)) => Err(UpstreamError::invalid_reply(too_long.to_string())),
     }
 }
 
@@ -730,7 +707,7 @@ async fn with_progress_timeout<T>(
                     continue;
                 }
                 if now >= hard_cap() || clock.last_activity.get() + timeout <= now {
-                    return Err(UpstreamError::Timeout { elapsed: started.elapsed() });
+                    return Err(UpstreamError::Wire(WireError::Timeout { elapsed: started.elapsed() }));
                 }
             }
         }
@@ -782,53 +759,6 @@ mod tests {
         assert!(clock.is_waiting());
         drop(fut);
         assert!(!clock.is_waiting());
-    }
-
-    #[test]
-    fn every_upstream_error_has_one_kind_and_cancellations_none() {
-        let cases = [
-            (
-                UpstreamError::Timeout {
-                    elapsed: Duration::from_secs(1),
-                },
-                Some("timeout"),
-            ),
-            (UpstreamError::Connect("refused".into()), Some("connect")),
-            (
-                UpstreamError::Http {
-                    status: 503,
-                    detail: String::new(),
-                },
-                Some("http_status"),
-            ),
-            (
-                UpstreamError::Redirect {
-                    status: 302,
-                    location_host: None,
-                },
-                Some("redirect"),
-            ),
-            (
-                UpstreamError::Rpc(jsonrpc::RpcError::new(-32603, "x")),
-                Some("rpc_error"),
-            ),
-            (UpstreamError::InvalidReply("x".into()), Some("invalid_reply")),
-            (UpstreamError::TooLarge { limit: 1 }, Some("too_large")),
-            (UpstreamError::Unavailable, Some("unavailable")),
-            (UpstreamError::Cancelled(CancelReason::ClientGone), None),
-            (UpstreamError::Cancelled(CancelReason::ShuttingDown), None),
-            (UpstreamError::InputRequired { methods: vec![] }, None),
-            (
-                UpstreamError::Unanswered {
-                    method: "roots/list".into(),
-                    why: "gone".into(),
-                },
-                None,
-            ),
-        ];
-        for (e, kind) in cases {
-            assert_eq!(error_kind(&e).map(UpstreamErrorKind::as_str), kind, "{e}");
-        }
     }
 
     #[test]

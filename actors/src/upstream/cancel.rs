@@ -5,10 +5,10 @@
 //! ([`CancelHandle::cancel`], e.g. at the end of the shutdown grace period) or when the handle
 //! is dropped (the request was abandoned: its client went away or cancelled it). The reason
 //! reaches the upstream's log line and its `notifications/cancelled`. The reason itself,
-//! [`CancelReason`], is upstream-http's: its `UpstreamError::Cancelled` carries it.
+//! [`CancelReason`], is in `error.rs`: [`UpstreamError::Cancelled`](super::UpstreamError::Cancelled) carries it.
 
+use super::error::CancelReason;
 use tokio::sync::watch;
-use upstream_http::CancelReason;
 
 /// The caller's side: cancels the call, explicitly or by being dropped.
 #[derive(Debug)]

@@ -1,5 +1,5 @@
 //! The client side of the session with one upstream: the [`Connection`] (the upstream's
-//! [`UpstreamSpec`], its HTTP client and its [`SharedSession`]), the handshakes that move the
+//! [`UpstreamSpec`], its HTTP client and its [`SessionCell`]), the handshakes that move the
 //! session between its states (`ensure_ready`, `reset`, `connect`, `probe`, `initialize`; the
 //! states and transitions themselves are `session.rs`'s, with the state machine drawn there),
 //! and one request under the session's rules ([`Connection::request`]: get ready if needed; on
@@ -8,10 +8,11 @@
 //!
 //! Every way into a handshake (a request's `ensure_ready`, `reset`, the list-change follower)
 //! is bounded by the upstream's timeout, so a handshake the upstream never answers cannot hold
-//! the init lock past that.
+//! the session's handshake lock past that.
 //!
 //! All of `impl Connection` is here; the actor's listing and calls (`actor.rs`) and the
-//! list-change follower (`list_changes.rs`) are functions over a `&Connection`.
+//! list-change follower (`list_changes.rs`) are functions over a `&Connection`. The tests
+//! below run it against a scriptable upstream (the `fake-upstream` crate).
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -21,13 +22,14 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::session::{Handshake, RequestContext, SessionState, SharedSession, CLIENT_NAME};
+use super::error::UpstreamError;
+use super::session::{Handshake, RequestContext, SessionCell, SessionState, CLIENT_NAME};
 use mcp_wire::jsonrpc::{self, RequestId};
 use mcp_wire::{modern, version, Era};
 use proxy_metrics::{Metrics, UpstreamErrorKind};
 use upstream_http::classify::{self, classify_probe, interpret, Attempt};
 use upstream_http::transport::{self, Envelope, Message, NotificationSink};
-use upstream_http::{Network, UpstreamError};
+use upstream_http::{Network, WireError};
 
 /// Static description of one upstream, from configuration.
 #[derive(Debug, Clone)]
@@ -51,13 +53,12 @@ pub struct UpstreamSpec {
 }
 
 /// Per-upstream connection, shared by the actor and its in-flight request futures (all on the
-/// actor's thread, hence `Rc` and a [`SharedSession`]).
+/// actor's thread, hence `Rc`; the session in them changes mid-flight, hence a [`SessionCell`]).
+/// The rest is fixed at creation but for the request ids.
 pub(super) struct Connection {
     pub(super) spec: UpstreamSpec,
     pub(super) client: transport::Client,
-    pub(super) session: SharedSession,
-    /// Serialises (re-)initialization so concurrent requests share one handshake.
-    init_lock: tokio::sync::Mutex<()>,
+    pub(super) session: SessionCell,
     next_id: Cell<i64>,
 }
 
@@ -100,24 +101,26 @@ impl Connection {
         let connect_timeout = spec.timeout.min(Duration::from_secs(10));
         Connection {
             client: transport::Client::new(spec.url.clone(), spec.token.clone(), connect_timeout, &spec.network),
-            session: SharedSession::new(SessionState::new(spec.era_hint)),
+            session: SessionCell::new(spec.era_hint),
             spec,
-            init_lock: tokio::sync::Mutex::new(()),
             next_id: Cell::new(1),
         }
     }
 
     /// Runs `fut` within the upstream's timeout; a timeout states the real elapsed time.
-    pub(super) async fn with_timeout<T>(
+    pub(super) async fn with_timeout<T, E>(
         &self,
-        fut: impl std::future::Future<Output = Result<T, UpstreamError>>,
-    ) -> Result<T, UpstreamError> {
+        fut: impl std::future::Future<Output = Result<T, E>>,
+    ) -> Result<T, UpstreamError>
+    where
+        UpstreamError: From<E>,
+    {
         let started = Instant::now();
         match tokio::time::timeout(self.spec.timeout, fut).await {
-            Ok(r) => r,
-            Err(_) => Err(UpstreamError::Timeout {
+            Ok(r) => r.map_err(UpstreamError::from),
+            Err(_) => Err(UpstreamError::Wire(WireError::Timeout {
                 elapsed: started.elapsed(),
-            }),
+            })),
         }
     }
 
@@ -127,16 +130,11 @@ impl Connection {
         id
     }
 
-    /// The ready session, if there is one.
-    fn context(&self) -> Option<RequestContext> {
-        self.session.read(SessionState::context)
-    }
-
     /// Fire-and-forget POST of a notification or a response within the current session
     /// (nothing of a session when none is ready), bounded by `timeout`; failures are not
     /// interesting to anyone.
     pub(super) async fn post_in_session(&self, message: &Value, timeout: Duration) {
-        let ctx = self.context();
+        let ctx = self.session.context();
         let envelope = ctx.as_ref().map_or(Envelope::Bare, RequestContext::envelope);
         let what = Message {
             method: message.get("method").and_then(Value::as_str),
@@ -158,7 +156,7 @@ impl Connection {
     ) -> Result<(Box<RawValue>, RequestContext), UpstreamError> {
         let ctx = self.ensure_ready().await?;
         match self.attempt(&ctx, method, params, opts).await {
-            Attempt::Done(r) => r.map(|v| (v, ctx)),
+            Attempt::Done(r) => r.map(|v| (v, ctx)).map_err(UpstreamError::from),
             lost @ (Attempt::SessionLost(_) | Attempt::EraChanged(_)) => {
                 let forget_era = matches!(lost, Attempt::EraChanged(_));
                 log::info!(upstream = self.spec.label.as_str(), method = method, reprobe = forget_era; "upstream session lost, re-initializing");
@@ -167,10 +165,10 @@ impl Connection {
                     .upstream_error_kind(&self.spec.label, UpstreamErrorKind::SessionReset);
                 let ctx = self.reset(ctx.generation, forget_era).await?;
                 match self.attempt(&ctx, method, params, opts).await {
-                    Attempt::Done(r) => r.map(|v| (v, ctx)),
+                    Attempt::Done(r) => r.map(|v| (v, ctx)).map_err(UpstreamError::from),
                     // refused again in a fresh session (and era): the refusal was about the
                     // request itself, and is reported as the upstream worded it
-                    Attempt::SessionLost(refusal) | Attempt::EraChanged(refusal) => Err(refusal),
+                    Attempt::SessionLost(refusal) | Attempt::EraChanged(refusal) => Err(refusal.into()),
                 }
             }
         }
@@ -240,30 +238,19 @@ impl Connection {
     /// hung handshake ends (and frees the lock for the next one) within that time, whoever
     /// started it.
     pub(super) async fn ensure_ready(&self) -> Result<RequestContext, UpstreamError> {
-        if let Some(ctx) = self.context() {
+        if let Some(ctx) = self.session.context() {
             return Ok(ctx);
         }
-        self.with_timeout(async {
-            let _guard = self.init_lock.lock().await;
-            if let Some(ctx) = self.context() {
-                return Ok(ctx);
-            }
-            self.connect().await
-        })
-        .await
+        self.with_timeout(self.session.handshake_once(SessionCell::context, || self.connect()))
+            .await
     }
 
     /// Drops the session of `generation` (and, if asked, the era) and connects anew, unless
     /// another request already did so since. Bounded like [`Self::ensure_ready`].
     async fn reset(&self, generation: u64, forget_era: bool) -> Result<RequestContext, UpstreamError> {
-        self.with_timeout(async {
-            let _guard = self.init_lock.lock().await;
-            if let Some(ctx) = self.session.update(|s| s.lost(generation, forget_era)) {
-                return Ok(ctx);
-            }
-            self.connect().await
-        })
-        .await
+        let lost = |s: &SessionCell| s.lost(generation, forget_era);
+        self.with_timeout(self.session.handshake_once(lost, || self.connect()))
+            .await
     }
 
     /// Probes the era unless the hint is legacy, then initializes a legacy upstream.
@@ -276,7 +263,7 @@ impl Connection {
                 // A legacy hint from the manifest may be stale: a refusal of `initialize`
                 // can mean the upstream moved to the modern era; probe and try again.
                 Err(e) if legacy_hint && e.may_mean_other_era() => {
-                    self.session.update(SessionState::forget_era);
+                    self.session.forget_era();
                     let p = self.probe().await?;
                     if p.era == Era::Legacy {
                         return self.initialize().await;
@@ -287,7 +274,7 @@ impl Connection {
             }
         }
         let told = probed.map(|p| p.told).unwrap_or_default();
-        let ctx = self.session.update(|s| s.became_modern(told));
+        let ctx = self.session.became_modern(told);
         log::info!(upstream = self.spec.label.as_str(), era = "modern", protocol = modern::LATEST_MODERN, generation = ctx.generation; "upstream initialized");
         Ok(ctx)
     }
@@ -304,7 +291,9 @@ impl Connection {
             Ok(r) => r,
             // A 2xx reply that is not valid MCP (e.g. an SSE stream without an answer) is a
             // legacy server that does not know the method; transport errors propagate.
-            Err(UpstreamError::InvalidReply(_)) => return Ok(self.probed(Era::Legacy, Handshake::default())),
+            Err(UpstreamError::Wire(WireError::InvalidReply(_))) => {
+                return Ok(self.probed(Era::Legacy, Handshake::default()))
+            }
             Err(e) => return Err(e),
         };
         let rpc_error = reply.rpc_error();
@@ -315,7 +304,7 @@ impl Connection {
     }
 
     fn probed(&self, era: Era, told: Handshake) -> Probed {
-        self.session.update(|s| s.probed(era));
+        self.session.probed(era);
         log::debug!(upstream = self.spec.label.as_str(), era = era.as_str(); "upstream era probed");
         Probed { era, told }
     }
@@ -338,6 +327,7 @@ impl Connection {
         self.client
             .post(envelope, what, body, expect_id, self.spec.max_response_bytes, None)
             .await
+            .map_err(UpstreamError::from)
     }
 
     /// `initialize` and `notifications/initialized`: a new legacy session. The session is
@@ -359,26 +349,26 @@ impl Connection {
         let session_id = reply.session_id.clone();
         let rpc_error = reply.rpc_error();
         let result: Value = serde_json::from_str(interpret(reply, rpc_error)?.get())
-            .map_err(|e| UpstreamError::InvalidReply(format!("initialize result is not JSON ({e})")))?;
+            .map_err(|e| UpstreamError::invalid_reply(format!("initialize result is not JSON ({e})")))?;
         let negotiated = result
             .get("protocolVersion")
             .and_then(Value::as_str)
-            .ok_or_else(|| UpstreamError::InvalidReply("initialize result has no protocolVersion".into()))?
+            .ok_or_else(|| UpstreamError::invalid_reply("initialize result has no protocolVersion".into()))?
             .to_string();
         if !version::is_supported_legacy(&negotiated) {
-            return Err(UpstreamError::InvalidReply(format!(
+            return Err(UpstreamError::invalid_reply(format!(
                 "the upstream negotiated protocol version {negotiated}, which this proxy does not speak"
             )));
         }
         if let Some(sid) = &session_id {
             if sid.len() > MAX_SESSION_ID_BYTES {
-                return Err(UpstreamError::InvalidReply(format!(
+                return Err(UpstreamError::invalid_reply(format!(
                     "Mcp-Session-Id is {} bytes, longer than the proxy's {MAX_SESSION_ID_BYTES}-byte limit",
                     sid.len()
                 )));
             }
             if sid.is_empty() || !sid.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
-                return Err(UpstreamError::InvalidReply(
+                return Err(UpstreamError::invalid_reply(
                     "Mcp-Session-Id is not visible ASCII".into(),
                 ));
             }
@@ -395,14 +385,14 @@ impl Connection {
             .post_handshake(envelope, "notifications/initialized", &note, None)
             .await?;
         if !(200..300).contains(&ack.status) {
-            return Err(UpstreamError::Http {
+            return Err(UpstreamError::Wire(WireError::Http {
                 status: ack.status,
                 detail: "notifications/initialized was refused".into(),
-            });
+            }));
         }
 
         let sticky = session_id.is_some();
-        let ctx = self.session.update(|s| s.became_legacy(session_id, negotiated, told));
+        let ctx = self.session.became_legacy(session_id, negotiated, told);
         log::info!(
             upstream = self.spec.label.as_str(),
             era = "legacy",
@@ -412,5 +402,256 @@ impl Connection {
             "upstream initialized"
         );
         Ok(ctx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The connection against a scriptable raw HTTP upstream (the `fake-upstream` crate), on
+    //! the actix test runtime: the handshakes, a lost session and an era found anew.
+
+    use std::time::Duration;
+
+    use fake_upstream::{fake, http, init_result, json_reply, result_of, Fake, Part, Seen};
+    use futures_util::future::join_all;
+
+    use super::*;
+
+    fn spec(url: &str, timeout: Duration, era_hint: Option<Era>) -> UpstreamSpec {
+        UpstreamSpec {
+            label: "u".into(),
+            url: url.into(),
+            token: None,
+            timeout,
+            max_response_bytes: 1 << 20,
+            era_hint,
+            metrics: Arc::default(),
+            network: upstream_http::Network::direct().expect("the TLS configuration builds"),
+        }
+    }
+
+    /// A legacy upstream with a sticky session (`s<n>` at the n-th `initialize`), whose
+    /// `tools/list` answers `list(request, nth)` (`None`: an empty listing).
+    async fn sticky(list: impl Fn(&Seen, usize) -> Option<Vec<Part>> + 'static) -> Fake {
+        fake(move |req, nth| match req.rpc().as_str() {
+            "server/discover" => json_reply(
+                &json!({"jsonrpc": "2.0", "id": req.id(), "error": {"code": -32601, "message": "Method not found"}}),
+            ),
+            "initialize" => {
+                let body = result_of(req, init_result(false)).to_string();
+                let sid = format!("s{nth}");
+                vec![Part::Send(http(
+                    200,
+                    "application/json",
+                    &[("Mcp-Session-Id", &sid)],
+                    body.as_bytes(),
+                ))]
+            }
+            "tools/list" => list(req, nth).unwrap_or_else(|| json_reply(&result_of(req, json!({"tools": []})))),
+            _ => vec![Part::Send(http(202, "", &[], b""))],
+        })
+        .await
+    }
+
+    /// `tools/list` as the connection sends it: the session it was answered in.
+    async fn list(conn: &Connection) -> Result<RequestContext, UpstreamError> {
+        conn.request("tools/list", None, RequestOptions::default())
+            .await
+            .map(|(_, ctx)| ctx)
+    }
+
+    /// `mcp_proxy_upstream_errors_total{upstream="u",kind="session_reset"}`.
+    fn session_resets(conn: &Connection) -> u64 {
+        let empty = proxy_core::catalog::Snapshot::build(Vec::new(), 0, &Default::default());
+        let text = conn.spec.metrics.encode(&empty, 0);
+        let line = r#"mcp_proxy_upstream_errors_total{upstream="u",kind="session_reset"} "#;
+        text.lines()
+            .find_map(|l| l.strip_prefix(line))
+            .map_or(0, |n| n.parse().unwrap())
+    }
+
+    fn session_not_found() -> Vec<Part> {
+        vec![Part::Send(http(404, "", &[], b""))]
+    }
+
+    #[actix::test]
+    async fn concurrent_first_requests_share_one_handshake() {
+        let up = sticky(|_, _| None).await;
+        let conn = Connection::new(spec(&up.url, Duration::from_secs(5), None));
+        let all = join_all((0..8).map(|_| list(&conn))).await;
+        assert_eq!((up.count("server/discover"), up.count("initialize")), (1, 1));
+        assert_eq!(up.count("notifications/initialized"), 1);
+        for ctx in all {
+            let ctx = ctx.unwrap();
+            assert_eq!((ctx.generation, ctx.era()), (1, Era::Legacy));
+            assert!(ctx.session.has_session_id());
+        }
+        assert_eq!(up.count("tools/list"), 8);
+    }
+
+    #[actix::test]
+    async fn a_lost_session_is_initialized_again_and_the_request_retried_once() {
+        let up = sticky(|_, nth| (nth == 0).then(session_not_found)).await;
+        let conn = Connection::new(spec(&up.url, Duration::from_secs(5), None));
+        let ctx = list(&conn).await.unwrap();
+        assert_eq!(ctx.generation, 2, "a new session");
+        assert_eq!(
+            ctx.session,
+            super::super::session::Ready::Legacy {
+                id: Some("s1".into()),
+                version: "2025-06-18".into()
+            }
+        );
+        assert_eq!((up.count("initialize"), up.count("tools/list")), (2, 2));
+        let retried = up
+            .seen
+            .borrow()
+            .iter()
+            .filter(|s| s.rpc() == "tools/list")
+            .map(|s| s.header("mcp-session-id").map(str::to_string))
+            .collect::<Vec<_>>();
+        assert_eq!(retried, [Some("s0".to_string()), Some("s1".to_string())]);
+        assert_eq!(session_resets(&conn), 1, "counted");
+    }
+
+    #[actix::test]
+    async fn a_request_refused_again_in_a_fresh_session_fails_without_a_loop() {
+        let up = sticky(|_, _| Some(session_not_found())).await;
+        let conn = Connection::new(spec(&up.url, Duration::from_secs(5), None));
+        let err = list(&conn).await.unwrap_err();
+        assert!(
+            matches!(err, UpstreamError::Wire(WireError::Http { status: 404, .. })),
+            "{err:?}"
+        );
+        assert_eq!(
+            (up.count("initialize"), up.count("tools/list")),
+            (2, 2),
+            "one reset, one retry"
+        );
+        assert_eq!(session_resets(&conn), 1);
+        // The retry's refusal is not taken as a loss of the new session: the next request
+        // sends in it, and only its own refusal starts the next reset.
+        let _ = list(&conn).await;
+        let sessions: Vec<Option<String>> = up
+            .seen
+            .borrow()
+            .iter()
+            .filter(|s| s.rpc() == "tools/list")
+            .map(|s| s.header("mcp-session-id").map(str::to_string))
+            .collect();
+        assert_eq!(sessions[2], Some("s1".to_string()), "{sessions:?}");
+        assert_eq!(up.count("initialize"), 3);
+    }
+
+    #[actix::test]
+    async fn a_hung_handshake_times_out_for_every_waiter_and_frees_the_lock() {
+        let hung = std::rc::Rc::new(std::cell::Cell::new(true));
+        let up = {
+            let hung = hung.clone();
+            fake(move |req, nth| match req.rpc().as_str() {
+                "initialize" if hung.get() => vec![Part::Hang],
+                "initialize" => {
+                    let body = result_of(req, init_result(false)).to_string();
+                    let sid = format!("s{nth}");
+                    vec![Part::Send(http(
+                        200,
+                        "application/json",
+                        &[("Mcp-Session-Id", &sid)],
+                        body.as_bytes(),
+                    ))]
+                }
+                "tools/list" => json_reply(&result_of(req, json!({"tools": []}))),
+                _ => vec![Part::Send(http(202, "", &[], b""))],
+            })
+            .await
+        };
+        let conn = Connection::new(spec(&up.url, Duration::from_millis(200), Some(Era::Legacy)));
+        let started = Instant::now();
+        let first = list(&conn);
+        let waiter = async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let r = list(&conn).await;
+            (r, started.elapsed())
+        };
+        let (first, (waited, took)) = futures_util::future::join(first, waiter).await;
+        for r in [first, waited] {
+            assert!(
+                matches!(r, Err(UpstreamError::Wire(WireError::Timeout { .. }))),
+                "{r:?}"
+            );
+        }
+        // The waiter's own timeout counts its wait: it ends 200 ms after it came, not after
+        // the first one's time plus its own.
+        assert!(took < Duration::from_millis(450), "{took:?}");
+        assert_eq!(
+            up.count("initialize"),
+            2,
+            "the first one's give-up freed the lock for the waiter"
+        );
+        hung.set(false);
+        let ctx = list(&conn).await.unwrap();
+        assert_eq!(
+            (ctx.generation, up.count("initialize")),
+            (1, 3),
+            "the next request handshakes anew"
+        );
+    }
+
+    #[actix::test]
+    async fn a_stale_legacy_hint_is_probed_and_found_modern() {
+        let up = fake(|req, _| match req.rpc().as_str() {
+            "initialize" => vec![Part::Send(http(400, "", &[], b""))],
+            "server/discover" => json_reply(&result_of(
+                req,
+                json!({"supportedVersions": [modern::LATEST_MODERN], "capabilities": {"tools": {"listChanged": true}}}),
+            )),
+            "tools/list" => json_reply(&result_of(req, json!({"tools": []}))),
+            _ => vec![Part::Send(http(202, "", &[], b""))],
+        })
+        .await;
+        let conn = Connection::new(spec(&up.url, Duration::from_secs(5), Some(Era::Legacy)));
+        let ctx = list(&conn).await.unwrap();
+        assert_eq!((ctx.era(), ctx.generation), (Era::Modern, 1));
+        assert_eq!((up.count("initialize"), up.count("server/discover")), (1, 1));
+        assert!(
+            conn.session.read(SessionState::list_changed),
+            "the probe's facts are kept"
+        );
+        let stamped = up
+            .seen
+            .borrow()
+            .iter()
+            .find(|s| s.rpc() == "tools/list")
+            .map(|s| s.body["params"]["_meta"].is_object());
+        assert_eq!(stamped, Some(true), "a modern request is stamped");
+    }
+
+    #[actix::test]
+    async fn a_modern_upstream_that_refuses_like_a_legacy_one_is_probed_again() {
+        let up = fake(|req, nth| match (req.rpc().as_str(), nth) {
+            ("server/discover", 0) => {
+                json_reply(&result_of(req, json!({"supportedVersions": [modern::LATEST_MODERN]})))
+            }
+            ("server/discover", _) => json_reply(
+                &json!({"jsonrpc": "2.0", "id": req.id(), "error": {"code": -32601, "message": "Method not found"}}),
+            ),
+            ("initialize", _) => json_reply(&result_of(req, init_result(false))),
+            // The first listing meets an upstream that went back to the legacy era.
+            ("tools/list", 0) => vec![Part::Send(http(400, "", &[], b""))],
+            ("tools/list", _) => json_reply(&result_of(req, json!({"tools": []}))),
+            _ => vec![Part::Send(http(202, "", &[], b""))],
+        })
+        .await;
+        let conn = Connection::new(spec(&up.url, Duration::from_secs(5), None));
+        let ctx = list(&conn).await.unwrap();
+        assert_eq!((ctx.era(), ctx.generation), (Era::Legacy, 2));
+        assert_eq!(
+            (
+                up.count("server/discover"),
+                up.count("initialize"),
+                up.count("tools/list")
+            ),
+            (2, 1, 2)
+        );
     }
 }

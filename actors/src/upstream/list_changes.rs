@@ -15,12 +15,13 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use super::connection::Connection;
+use super::error::UpstreamError;
 use super::session::{Ready, RequestContext, SessionState, CLIENT_NAME};
 use mcp_wire::jsonrpc::{self, RequestId};
 use mcp_wire::modern;
 use proxy_metrics::AskedOutcome;
 use upstream_http::transport::Message;
-use upstream_http::UpstreamError;
+use upstream_http::WireError;
 
 /// Tells the catalog that an upstream's tool list changed (it re-lists, debounced).
 #[derive(Message, Clone)]
@@ -98,21 +99,21 @@ async fn listen_once(
     let is_sse = resp.is_sse();
     if status == 404 && ctx.session.has_session_id() {
         // The session is gone: the next ensure_ready re-initializes.
-        conn.session.update(|s| s.lost(ctx.generation, false));
-        return Err(UpstreamError::Http {
+        conn.session.lost(ctx.generation, false);
+        return Err(UpstreamError::Wire(WireError::Http {
             status,
             detail: "session not found".into(),
-        });
+        }));
     }
     if status == 405 || !is_sse || !(200..300).contains(&status) {
         let refused = status == 405 || (200..300).contains(&status) || status == 404;
         return if refused {
             Ok(false)
         } else {
-            Err(UpstreamError::Http {
+            Err(UpstreamError::Wire(WireError::Http {
                 status,
                 detail: String::new(),
-            })
+            }))
         };
     }
     log::debug!(upstream = conn.spec.label.as_str(), era = ctx.era().as_str(); "following upstream list changes");
@@ -129,7 +130,7 @@ async fn listen_once(
             since_event = decoder.pending_len();
         }
         if since_event > max_event {
-            return Err(UpstreamError::InvalidReply(format!(
+            return Err(UpstreamError::invalid_reply(format!(
                 "an event on the list-change stream exceeds {max_event} bytes"
             )));
         }

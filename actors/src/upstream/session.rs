@@ -1,7 +1,8 @@
 //! The session with one upstream, as pure state: where it stands ([`Session`], kept in a
 //! [`SessionState`] beside what belongs with it), the transitions between states, what a
 //! handshake told ([`Handshake`]) and what a request copies out of it ([`RequestContext`]).
-//! No I/O, no clock and no runtime: the transitions are unit-tested below on plain values.
+//! No I/O and no clock: the transitions are unit-tested below on plain values, and the
+//! [`SessionCell`] that shares them (with its single-flight handshake) on a test runtime.
 //! The handshakes that make the transitions (discovery probe, `initialize`) and one request
 //! under the session's rules are `connection.rs`'s.
 //!
@@ -35,19 +36,22 @@
 //! `connection.rs` (and `list_changes.rs`, `actor.rs` for `EndSession`), which then call the
 //! transition named beside them.
 //!
-//! # No borrow across an await, by construction
-//! The state is a [`SharedSession`], reachable only through `read` and `update`: their closures
-//! are not `async` and what they return cannot borrow the state. What a request needs is
-//! copied out as a [`RequestContext`] (the ready session and its generation), which the request
-//! then carries through its awaits; the headers it becomes are decided by upstream-http's
-//! [`transport::headers`](upstream_http::transport::headers) from the context's [`Envelope`].
+//! # One writer, and no borrow across an await
+//! The actor's request futures run concurrently on its thread and the session changes
+//! mid-flight, so it is shared by them in a [`SessionCell`], its single writer (its docs say
+//! why): read through `read`, written only through the transitions named above, each a
+//! non-`async` step whose result cannot borrow the state, and handshaken single-flight. What a
+//! request needs is copied out as a [`RequestContext`] (the ready session and its generation),
+//! which the request then carries through its awaits; the headers it becomes are decided by
+//! upstream-http's [`transport::headers`](upstream_http::transport::headers) from the
+//! context's [`Envelope`].
 
 use serde_json::Value;
 
 use mcp_wire::{modern, Era};
 use upstream_http::transport::Envelope;
 
-pub(super) use shared::SharedSession;
+pub(super) use cell::SessionCell;
 
 /// Where the session with the upstream stands. Only states that can exist can be built: a
 /// ready session knows its era, and only a legacy one has a session id or a negotiated version.
@@ -260,31 +264,105 @@ impl SessionState {
     }
 }
 
-mod shared {
+mod cell {
     use std::cell::RefCell;
+    use std::future::Future;
 
-    use super::SessionState;
+    use mcp_wire::Era;
 
-    /// The [`SessionState`] of one upstream, shared by the actor and its request futures (all
-    /// on the actor's thread). It is reached only through [`read`](Self::read) and
-    /// [`update`](Self::update): their closures are not `async`, and what they return cannot
-    /// borrow the state, so no borrow is ever held across an await.
-    pub(in crate::upstream) struct SharedSession(RefCell<SessionState>);
+    use super::{Handshake, RequestContext, SessionState};
 
-    impl SharedSession {
-        pub(in crate::upstream) fn new(state: SessionState) -> Self {
-            SharedSession(RefCell::new(state))
+    /// The session of one upstream, shared by the actor's in-flight requests: its single
+    /// writer.
+    ///
+    /// Why it is shared rather than the actor's own field: the actor's handlers return futures
+    /// that run concurrently on the actor's thread (a slow `tools/call` never blocks a
+    /// `tools/list`), and the session changes mid-flight, by whichever of them meets the event:
+    /// the first request's handshake, a request that finds its session lost or its era
+    /// changed, the list-change follower's 404, `EndSession`. A message to the actor for each
+    /// would queue the handshake and the retry behind the mailbox's calls.
+    ///
+    /// What keeps it plain: it is not `Send` (one thread); the state is changed only through
+    /// the named transitions below, each a non-`async` step whose result cannot borrow the
+    /// state (no borrow spans an await); and handshakes are single-flight
+    /// ([`handshake_once`](Self::handshake_once)): concurrent requests share one.
+    pub(in crate::upstream) struct SessionCell {
+        state: RefCell<SessionState>,
+        /// Held across a handshake's awaits, so that one runs at a time.
+        handshake: tokio::sync::Mutex<()>,
+    }
+
+    impl SessionCell {
+        /// Unready, with the era found last time (from the manifest) as the hint.
+        pub(in crate::upstream) fn new(hint: Option<Era>) -> Self {
+            SessionCell {
+                state: RefCell::new(SessionState::new(hint)),
+                handshake: tokio::sync::Mutex::new(()),
+            }
         }
 
-        /// Reads the state (the closure must not reach this session again).
+        /// Reads the state (the closure must not reach this cell again).
         pub(in crate::upstream) fn read<R>(&self, f: impl FnOnce(&SessionState) -> R) -> R {
-            f(&self.0.borrow())
+            f(&self.state.borrow())
         }
 
-        /// Changes the state, by one of its transitions (the closure must not reach this session
-        /// again).
-        pub(in crate::upstream) fn update<R>(&self, f: impl FnOnce(&mut SessionState) -> R) -> R {
-            f(&mut self.0.borrow_mut())
+        /// The ready session, if there is one ([`SessionState::context`]).
+        pub(in crate::upstream) fn context(&self) -> Option<RequestContext> {
+            self.read(SessionState::context)
+        }
+
+        /// [`SessionState::probed`].
+        pub(in crate::upstream) fn probed(&self, era: Era) {
+            self.state.borrow_mut().probed(era);
+        }
+
+        /// [`SessionState::forget_era`].
+        pub(in crate::upstream) fn forget_era(&self) {
+            self.state.borrow_mut().forget_era();
+        }
+
+        /// [`SessionState::became_legacy`].
+        pub(in crate::upstream) fn became_legacy(
+            &self,
+            id: Option<String>,
+            version: String,
+            told: Handshake,
+        ) -> RequestContext {
+            self.state.borrow_mut().became_legacy(id, version, told)
+        }
+
+        /// [`SessionState::became_modern`].
+        pub(in crate::upstream) fn became_modern(&self, told: Handshake) -> RequestContext {
+            self.state.borrow_mut().became_modern(told)
+        }
+
+        /// [`SessionState::lost`].
+        pub(in crate::upstream) fn lost(&self, generation: u64, forget_era: bool) -> Option<RequestContext> {
+            self.state.borrow_mut().lost(generation, forget_era)
+        }
+
+        /// [`SessionState::ended`].
+        pub(in crate::upstream) fn ended(&self) -> Option<(String, String)> {
+            self.state.borrow_mut().ended()
+        }
+
+        /// Single-flight handshake: waits for the one in flight, then `ready` (which may make a
+        /// transition, such as [`lost`](Self::lost)) says whether a session is there to use;
+        /// only if not does `handshake` run, while the others wait. The caller bounds the whole
+        /// (waiting included) by the upstream's timeout; dropping it frees the lock.
+        pub(in crate::upstream) async fn handshake_once<E, F>(
+            &self,
+            ready: impl FnOnce(&Self) -> Option<RequestContext>,
+            handshake: impl FnOnce() -> F,
+        ) -> Result<RequestContext, E>
+        where
+            F: Future<Output = Result<RequestContext, E>>,
+        {
+            let _one_at_a_time = self.handshake.lock().await;
+            match ready(self) {
+                Some(ctx) => Ok(ctx),
+                None => handshake().await,
+            }
         }
     }
 }
@@ -445,5 +523,71 @@ mod tests {
             }
         );
         assert_eq!(s.generation(), 3, "ending is not a handshake");
+    }
+
+    #[tokio::test]
+    async fn concurrent_requests_share_one_handshake() {
+        let cell = SessionCell::new(None);
+        let handshakes = std::cell::Cell::new(0);
+        let connect = || async {
+            handshakes.set(handshakes.get() + 1);
+            tokio::task::yield_now().await; // the others arrive while this one is in flight
+            Ok::<_, ()>(cell.became_modern(Handshake::default()))
+        };
+        let all = (0..8).map(|_| cell.handshake_once(SessionCell::context, connect));
+        let got = futures_util::future::join_all(all).await;
+        assert_eq!(handshakes.get(), 1, "one handshake for eight waiters");
+        assert!(got.iter().all(|r| r.as_ref().map(|c| c.generation) == Ok(1)));
+    }
+
+    #[tokio::test]
+    async fn a_loss_reported_twice_resets_once() {
+        let cell = SessionCell::new(Some(Era::Legacy));
+        let initialize =
+            || async { Ok::<_, ()>(cell.became_legacy(Some("s".into()), "2025-06-18".into(), Handshake::default())) };
+        let first = cell.handshake_once(SessionCell::context, initialize).await.unwrap();
+        // Two requests of generation 1 find it lost: the first resets, the second gets that.
+        let reset = |c: &SessionCell| c.lost(first.generation, false);
+        let a = cell.handshake_once(reset, initialize).await.unwrap();
+        let b = cell.handshake_once(reset, initialize).await.unwrap();
+        assert_eq!((a.generation, b.generation), (2, 2));
+        // The list-change follower's late 404 for generation 1 changes nothing either.
+        assert_eq!(cell.lost(1, false), Some(a));
+    }
+
+    #[tokio::test]
+    async fn a_failed_handshake_leaves_the_next_to_try() {
+        let cell = SessionCell::new(None);
+        let failed = cell
+            .handshake_once(SessionCell::context, || async { Err("refused") })
+            .await;
+        assert_eq!(failed, Err("refused"));
+        assert_eq!(cell.context(), None);
+        let ok = cell
+            .handshake_once(SessionCell::context, || async {
+                Ok::<_, &str>(cell.became_modern(Handshake::default()))
+            })
+            .await;
+        assert_eq!(ok.map(|c| c.generation), Ok(1));
+        // Ended only a sticky legacy session: a modern one stays ready.
+        assert_eq!(cell.ended(), None);
+        assert!(cell.context().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_hung_handshake_given_up_frees_the_lock() {
+        let cell = SessionCell::new(None);
+        let hung = cell.handshake_once(SessionCell::context, std::future::pending::<Result<RequestContext, ()>>);
+        let bounded = tokio::time::timeout(std::time::Duration::from_millis(10), hung).await;
+        assert!(bounded.is_err(), "still hung at the bound");
+        let next = cell.handshake_once(SessionCell::context, || async {
+            Ok::<_, ()>(cell.became_modern(Handshake::default()))
+        });
+        let next = tokio::time::timeout(std::time::Duration::from_secs(5), next).await;
+        assert_eq!(
+            next.map(|r| r.map(|c| c.generation)),
+            Ok(Ok(1)),
+            "the next one handshakes"
+        );
     }
 }

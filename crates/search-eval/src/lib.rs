@@ -12,7 +12,7 @@
 //!   file's tools, with `--explain` for each score's parts.
 //! - [`train`] (`search-eval train --embed-model DIR`): fits the hybrid search's fusion model
 //!   on the licensed sets, judged leaving one set out, and writes the model file the search
-//!   ships with.
+//!   ships with; `train/fit.rs` holds its arithmetic (Adam on the terms, boosted trees).
 //! - [`train_encoder`] (`search-eval train-encoder --embed-model DIR`): gathers the licensed
 //!   training data and fine-tunes the query side of the sentence model; [`tune`] is its loop
 //!   (loss over each request's whole catalog, AdamW, the learning curve). The delta it writes

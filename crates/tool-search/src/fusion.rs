@@ -16,7 +16,7 @@ use super::score::Acc;
 use super::semantic::Vectors;
 use super::{Hit, Index, PARAMS};
 use crate::hashing::FxHashMap;
-pub use model::{input_name, tree_input, AbstainOn, FusionModel, Node, Term, Tree, N_INPUTS};
+pub use model::{input_name, tree_input, AbstainOn, FusionModel, ModelError, Node, Term, Tree, N_INPUTS};
 
 /// The semantic arm's input to one search: the tools' vectors (aligned with the index) and
 /// the query's vector (of [`crate::semantic::query_text`]).
@@ -605,7 +605,7 @@ mod tests {
             (r#"{"lexical": 1}"#, "[[]]", 0.3, "empty tree"),
         ] {
             let err = FusionModel::from_json(&file(terms, trees, bar)).unwrap_err();
-            assert!(err.contains(why), "{err} (expected {why})");
+            assert!(err.to_string().contains(why), "{err} (expected {why})");
         }
     }
 

@@ -10,7 +10,7 @@
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::error::UpstreamError;
+use crate::error::WireError;
 use crate::transport::{self, Body, RpcMessage};
 use mcp_wire::jsonrpc::{self, RpcError};
 use mcp_wire::{modern, Era};
@@ -19,13 +19,13 @@ use mcp_wire::{modern, Era};
 #[derive(Debug)]
 pub enum Attempt {
     /// The result (raw JSON, read by whoever needs it), or why there is none.
-    Done(Result<Box<RawValue>, UpstreamError>),
+    Done(Result<Box<RawValue>, WireError>),
     /// Legacy: the request carried a session the upstream no longer knows. The error is the
     /// refusal as the upstream worded it, for when a retry in a fresh session is refused too.
-    SessionLost(UpstreamError),
+    SessionLost(WireError),
     /// Modern: the upstream refused in a way that says it may no longer speak this era (the
     /// refusal as above: a reprobe that finds the same era shows it meant something else).
-    EraChanged(UpstreamError),
+    EraChanged(WireError),
 }
 
 /// Reads the reply to a request sent in `era`; `carried_session`: whether it carried an
@@ -35,7 +35,7 @@ pub fn attempt(era: Era, carried_session: bool, reply: transport::Reply) -> Atte
     let refusal = |reply, rpc_error| {
         interpret(reply, rpc_error)
             .err()
-            .unwrap_or_else(|| UpstreamError::InvalidReply("a refusal without an error".into()))
+            .unwrap_or_else(|| WireError::InvalidReply("a refusal without an error".into()))
     };
     match era {
         Era::Legacy if carried_session && session_lost(reply.status, rpc_error.as_ref()) => {
@@ -64,10 +64,10 @@ fn capped_message(message: &str) -> String {
 /// Modern: a result listing 2026-07-28, or a 400 carrying one of the modern envelope errors.
 /// Legacy: any other refusal. Errors: auth failures and server errors (the era cannot be
 /// known yet).
-pub fn classify_probe(status: u16, result: Option<&Value>, error: Option<&RpcError>) -> Result<Era, UpstreamError> {
+pub fn classify_probe(status: u16, result: Option<&Value>, error: Option<&RpcError>) -> Result<Era, WireError> {
     if status == 401 || status == 403 || status >= 500 {
         let detail = error.map(|e| capped_message(&e.message)).unwrap_or_default();
-        return Err(UpstreamError::Http { status, detail });
+        return Err(WireError::Http { status, detail });
     }
     if (200..300).contains(&status) {
         let modern_listed = result
@@ -129,17 +129,15 @@ pub fn session_lost(status: u16, error: Option<&RpcError>) -> bool {
 }
 
 /// Turns a reply into the request's result (raw JSON) or a precise error.
-pub fn interpret(reply: transport::Reply, rpc_error: Option<RpcError>) -> Result<Box<RawValue>, UpstreamError> {
+pub fn interpret(reply: transport::Reply, rpc_error: Option<RpcError>) -> Result<Box<RawValue>, WireError> {
     // The tool needs to ask the client something it did not declare (2026-07-28's -32021,
-    // with any status): the client's side, said as such.
+    // with any status): the upstream's error object as sent, never an HTTP status (what it
+    // means for the call is the actors' to say).
     if let Some(e) = rpc_error
         .as_ref()
         .filter(|e| e.code == modern::MISSING_CLIENT_CAPABILITY)
     {
-        let needed = e.data.as_ref().and_then(|d| d.get("requiredCapabilities"));
-        return Err(UpstreamError::InputRequired {
-            methods: mcp_wire::asks::methods_needing(needed),
-        });
+        return Err(WireError::Rpc(e.clone()));
     }
     if !(200..300).contains(&reply.status) {
         let detail = match (&rpc_error, &reply.message) {
@@ -147,23 +145,21 @@ pub fn interpret(reply: transport::Reply, rpc_error: Option<RpcError>) -> Result
             (None, Some(Body::Text(s))) => s.clone(),
             _ => String::new(),
         };
-        return Err(UpstreamError::Http {
+        return Err(WireError::Http {
             status: reply.status,
             detail,
         });
     }
     if let Some(mut e) = rpc_error {
         e.message = capped_message(&e.message);
-        return Err(UpstreamError::Rpc(e));
+        return Err(WireError::Rpc(e));
     }
     match reply.message {
         Some(Body::Rpc(RpcMessage {
             result: Some(result), ..
         })) => Ok(result),
-        Some(Body::Rpc(_)) => Err(UpstreamError::InvalidReply(
-            "response has neither result nor error".into(),
-        )),
-        _ => Err(UpstreamError::InvalidReply("response is not a JSON-RPC object".into())),
+        Some(Body::Rpc(_)) => Err(WireError::InvalidReply("response has neither result nor error".into())),
+        _ => Err(WireError::InvalidReply("response is not a JSON-RPC object".into())),
     }
 }
 
@@ -189,7 +185,7 @@ mod tests {
     }
 
     /// An attempt's result as text, or its error.
-    fn done(a: Attempt) -> Result<String, UpstreamError> {
+    fn done(a: Attempt) -> Result<String, WireError> {
         match a {
             Attempt::Done(r) => r.map(|v| v.get().to_string()),
             other => panic!("not done: {other:?}"),
@@ -230,7 +226,7 @@ mod tests {
         assert_eq!(probe(400, offers(json!(["2025-06-18"]))), Ok(Era::Legacy));
         for status in [401, 403, 500, 503] {
             assert!(
-                matches!(probe(status, failed(jsonrpc::SERVER_ERROR)), Err(UpstreamError::Http { status: s, .. }) if s == status),
+                matches!(probe(status, failed(jsonrpc::SERVER_ERROR)), Err(WireError::Http { status: s, .. }) if s == status),
                 "{status}: the era cannot be known yet"
             );
         }
@@ -263,11 +259,11 @@ mod tests {
         let not_found = || reply(404, Some(json!("Not Found")));
         assert!(matches!(
             attempt(Era::Legacy, true, not_found()),
-            Attempt::SessionLost(UpstreamError::Http { status: 404, .. })
+            Attempt::SessionLost(WireError::Http { status: 404, .. })
         ));
         assert_eq!(
             done(attempt(Era::Legacy, false, not_found())),
-            Err(UpstreamError::Http {
+            Err(WireError::Http {
                 status: 404,
                 detail: "Not Found".into()
             }),
@@ -275,7 +271,7 @@ mod tests {
         );
         assert!(matches!(
             attempt(Era::Modern, false, not_found()),
-            Attempt::EraChanged(UpstreamError::Http { status: 404, .. })
+            Attempt::EraChanged(WireError::Http { status: 404, .. })
         ));
         // the refusal keeps the upstream's own words, for when a retry is refused too
         let no_back_channel = reply(
@@ -301,7 +297,7 @@ mod tests {
         );
         assert!(matches!(
             attempt(Era::Legacy, true, expired),
-            Attempt::SessionLost(UpstreamError::Rpc(_))
+            Attempt::SessionLost(WireError::Rpc(_))
         ));
     }
 
@@ -328,37 +324,35 @@ mod tests {
         let http = interpret(r(503, Some(Value::String("busy".into()))), None).unwrap_err();
         assert_eq!(
             http,
-            UpstreamError::Http {
+            WireError::Http {
                 status: 503,
                 detail: "busy".into()
             }
         );
         let e = RpcError::new(jsonrpc::INVALID_PARAMS, "bad");
         let rpc = interpret(r(200, None), Some(e.clone())).unwrap_err();
-        assert_eq!(rpc, UpstreamError::Rpc(e));
+        assert_eq!(rpc, WireError::Rpc(e));
         assert!(matches!(
             interpret(r(200, Some(json!({"jsonrpc": "2.0", "id": 1}))), None),
-            Err(UpstreamError::InvalidReply(m)) if m.contains("neither result nor error")
+            Err(WireError::InvalidReply(m)) if m.contains("neither result nor error")
         ));
         let long = RpcError::new(jsonrpc::SERVER_ERROR, "ü".repeat(5000));
-        let Err(UpstreamError::Rpc(cut)) = interpret(r(200, None), Some(long)) else {
+        let Err(WireError::Rpc(cut)) = interpret(r(200, None), Some(long)) else {
             panic!("an RPC error")
         };
         assert_eq!(cut.message.chars().count(), MAX_ERROR_MESSAGE_CHARS + 1);
         assert!(cut.message.ends_with('…'));
         assert!(matches!(
             interpret(r(200, Some(json!([]))), None),
-            Err(UpstreamError::InvalidReply(_))
+            Err(WireError::InvalidReply(_))
         ));
-        // a capability the client did not declare: the methods it is for, whatever the status
+        // a capability the client did not declare: the error as sent, whatever the status
         let mut missing = RpcError::new(modern::MISSING_CLIENT_CAPABILITY, "no elicitation");
         missing.data = Some(json!({"requiredCapabilities": {"elicitation": {"form": {}}}}));
         for status in [200, 400] {
             assert_eq!(
                 interpret(r(status, None), Some(missing.clone())).unwrap_err(),
-                UpstreamError::InputRequired {
-                    methods: vec!["elicitation/create".into()]
-                }
+                WireError::Rpc(missing.clone())
             );
         }
     }

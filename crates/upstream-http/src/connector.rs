@@ -25,7 +25,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
 use crate::egress::{self, Egress, EgressError, ProxyUrl};
-use crate::error::UpstreamError;
+use crate::error::WireError;
 use crate::tls::{self, CaFile, Trust};
 
 /// How every upstream connection is made: the TLS trust and the egress proxies. Cheap to
@@ -163,10 +163,10 @@ async fn through_proxy(proxy: &ProxyUrl, host: &str, port: u16, timeout: Duratio
 
 /// The precise error an awc connection failure carries, if it is one of ours (egress) or a
 /// TLS handshake failure; `None` for anything else (refused, DNS, reset).
-pub fn classify_io(e: &io::Error, host: &str) -> Option<UpstreamError> {
+pub fn classify_io(e: &io::Error, host: &str) -> Option<WireError> {
     let inner = e.get_ref()?;
     if let Some(egress) = inner.downcast_ref::<EgressError>() {
-        return Some(UpstreamError::Proxy(egress.clone()));
+        return Some(WireError::Proxy(egress.clone()));
     }
     inner.downcast_ref::<rustls::Error>().map(|t| tls::classify(t, host))
 }
@@ -178,29 +178,29 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Io for T {}
 /// Opens a connection to the upstream at `uri` for the direct reader: proxy tunnel when the
 /// rules say so, TLS for `https://`; `timeout` bounds each step (TCP or the tunnel, then the
 /// TLS handshake), as awc's connect and handshake timeouts do.
-pub async fn open(network: &Network, uri: &Uri, timeout: Duration) -> Result<Box<dyn Io>, UpstreamError> {
+pub async fn open(network: &Network, uri: &Uri, timeout: Duration) -> Result<Box<dyn Io>, WireError> {
     let https = match uri.scheme_str() {
         Some("https") => true,
         Some("http") => false,
         _ => {
-            return Err(UpstreamError::Connect(
+            return Err(WireError::Connect(
                 "the upstream URL is neither http:// nor https://".into(),
             ))
         }
     };
     let host = uri
         .host()
-        .ok_or_else(|| UpstreamError::Connect("the upstream URL has no host".into()))?;
+        .ok_or_else(|| WireError::Connect("the upstream URL has no host".into()))?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
     let stream = match network.egress.proxy_for(https, host, port) {
         Some(proxy) => through_proxy(proxy, host, port, timeout)
             .await
-            .map_err(UpstreamError::Proxy)?,
+            .map_err(WireError::Proxy)?,
         None => match tokio::time::timeout(timeout, TcpStream::connect((host, port))).await {
             Ok(Ok(s)) => s,
-            Ok(Err(e)) => return Err(UpstreamError::Connect(e.to_string())),
-            Err(_) => return Err(UpstreamError::Connect("timed out while connecting".into())),
+            Ok(Err(e)) => return Err(WireError::Connect(e.to_string())),
+            Err(_) => return Err(WireError::Connect("timed out while connecting".into())),
         },
     };
     let _ = stream.set_nodelay(true);
@@ -208,12 +208,12 @@ pub async fn open(network: &Network, uri: &Uri, timeout: Duration) -> Result<Box
         return Ok(Box::new(stream));
     }
     let name = rustls::pki_types::ServerName::try_from(host.to_string())
-        .map_err(|_| UpstreamError::Connect(format!("{host} is not a valid TLS server name")))?;
+        .map_err(|_| WireError::Connect(format!("{host} is not a valid TLS server name")))?;
     let handshake = tokio_rustls::TlsConnector::from(network.trust.config.clone()).connect(name, stream);
     match tokio::time::timeout(timeout, handshake).await {
         Ok(Ok(tls)) => Ok(Box::new(tls)),
-        Ok(Err(e)) => Err(classify_io(&e, host).unwrap_or_else(|| UpstreamError::Connect(e.to_string()))),
-        Err(_) => Err(UpstreamError::Connect("timed out during the TLS handshake".into())),
+        Ok(Err(e)) => Err(classify_io(&e, host).unwrap_or_else(|| WireError::Connect(e.to_string()))),
+        Err(_) => Err(WireError::Connect("timed out during the TLS handshake".into())),
     }
 }
 
@@ -240,7 +240,7 @@ mod tests {
             _ = silent => unreachable!("the silent proxy never returns first"),
         };
         assert!(started.elapsed() < Duration::from_secs(2));
-        let text = UpstreamError::Proxy(e).to_string();
+        let text = WireError::Proxy(e).to_string();
         assert!(text.contains(&format!("egress proxy 127.0.0.1:{port}")), "{text}");
         assert!(text.contains("no tunnel within 300 ms"), "{text}");
         assert!(!text.contains("pw"), "{text}");
@@ -267,7 +267,7 @@ mod tests {
         let plain = answering(b"HTTP/1.1 400 Bad Request\r\n\r\n").await;
         let uri: Uri = format!("https://{plain}/mcp").parse().unwrap();
         let e = open(&net, &uri, Duration::from_secs(2)).await.err().unwrap();
-        assert!(matches!(e, UpstreamError::Tls { .. }), "{e}");
+        assert!(matches!(e, WireError::Tls { .. }), "{e}");
         assert!(e.to_string().starts_with("TLS with upstream 127.0.0.1 failed"), "{e}");
         // A proxy that refuses the tunnel.
         let proxy = answering(b"HTTP/1.1 403 Forbidden\r\n\r\n").await;
@@ -292,14 +292,14 @@ mod tests {
             reason: "Forbidden".into(),
         };
         let e = classify_io(&io::Error::other(refused.clone()), "h");
-        assert_eq!(e, Some(UpstreamError::Proxy(refused)));
+        assert_eq!(e, Some(WireError::Proxy(refused)));
         let tls = io::Error::new(
             io::ErrorKind::InvalidData,
             rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer),
         );
         assert!(matches!(
             classify_io(&tls, "h"),
-            Some(UpstreamError::CertificateNotTrusted { .. })
+            Some(WireError::CertificateNotTrusted { .. })
         ));
         assert_eq!(
             classify_io(&io::Error::from(io::ErrorKind::ConnectionRefused), "h"),

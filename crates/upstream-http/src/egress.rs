@@ -39,6 +39,7 @@
 //! consumed by mistake) up to [`MAX_REPLY_HEAD`]; the time is bounded by the caller (the
 //! upstream's connect timeout covers the TCP connection and the handshake).
 
+use std::fmt;
 use std::net::IpAddr;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -64,16 +65,11 @@ pub struct ProxyUrl {
 impl ProxyUrl {
     /// Parses `http://[user[:password]@]host[:port][/]` (or the same without `http://`). The
     /// error never repeats the URL (it may hold a password).
-    pub fn parse(url: &str) -> Result<ProxyUrl, String> {
+    pub fn parse(url: &str) -> Result<ProxyUrl, SettingError> {
         let url = url.trim();
         let rest = match url.split_once("://") {
             Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
-            Some((scheme, _)) => {
-                return Err(format!(
-                    "the proxy's scheme {:?} is not supported: only http:// proxies (plain HTTP, CONNECT) are",
-                    scheme.chars().take(16).collect::<String>()
-                ))
-            }
+            Some((scheme, _)) => return Err(SettingError::Scheme(scheme.chars().take(16).collect())),
             None => url,
         };
         let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
@@ -81,17 +77,17 @@ impl ProxyUrl {
             Some((u, h)) => (Some(u), h),
             None => (None, authority),
         };
-        let (host, port) = split_host_port(hostport).ok_or("the proxy URL has no valid host[:port]")?;
+        let (host, port) = split_host_port(hostport).ok_or(SettingError::NoHostPort)?;
         let port = port.unwrap_or(80);
         if port == 0 {
-            return Err("the proxy URL's port is 0".into());
+            return Err(SettingError::PortZero);
         }
         let authorization = match userinfo {
             None => None,
             Some(u) => {
                 let (user, pass) = u.split_once(':').unwrap_or((u, ""));
-                let user = percent_decode(user).ok_or("the proxy URL's user name is not valid percent-encoding")?;
-                let pass = percent_decode(pass).ok_or("the proxy URL's password is not valid percent-encoding")?;
+                let user = percent_decode(user).ok_or(SettingError::Encoding("user name"))?;
+                let pass = percent_decode(pass).ok_or(SettingError::Encoding("password"))?;
                 use base64::Engine as _;
                 let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
                 Some(format!("Basic {token}"))
@@ -217,14 +213,14 @@ impl NoProxy {
 
     /// Parses the list; entries that are not host names, IPs or CIDR blocks are an error
     /// naming the entry (they hold no secret).
-    pub fn parse(list: &str) -> Result<NoProxy, String> {
+    pub fn parse(list: &str) -> Result<NoProxy, SettingError> {
         let mut out = NoProxy::default();
         for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
             if entry == "*" {
                 out.all = true;
                 continue;
             }
-            let bad = || format!("{entry:?} is not a host name, IP address or CIDR block");
+            let bad = || SettingError::Bypass(entry.to_string());
             if let Some((net, prefix)) = entry.split_once('/') {
                 let net: IpAddr = net.trim_matches(['[', ']']).parse().map_err(|_| bad())?;
                 let max = if net.is_ipv4() { 32 } else { 128 };
@@ -290,12 +286,53 @@ pub struct Egress {
     pub no_proxy: NoProxy,
 }
 
+/// What is wrong with a proxy URL or a bypass list. Its text never repeats a proxy URL (it may
+/// hold a password); a bypass entry (no secret) is named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SettingError {
+    /// A scheme other than `http` (its first 16 characters).
+    Scheme(String),
+    /// No valid `host[:port]`.
+    NoHostPort,
+    /// Port 0.
+    PortZero,
+    /// The user name or the password (named) is not valid percent-encoding.
+    Encoding(&'static str),
+    /// A bypass entry that is no host name, IP address or CIDR block.
+    Bypass(String),
+}
+
+impl fmt::Display for SettingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SettingError::Scheme(scheme) => write!(
+                f,
+                "the proxy's scheme {scheme:?} is not supported: only http:// proxies (plain HTTP, CONNECT) are"
+            ),
+            SettingError::NoHostPort => f.write_str("the proxy URL has no valid host[:port]"),
+            SettingError::PortZero => f.write_str("the proxy URL's port is 0"),
+            SettingError::Encoding(part) => write!(f, "the proxy URL's {part} is not valid percent-encoding"),
+            SettingError::Bypass(entry) => write!(f, "{entry:?} is not a host name, IP address or CIDR block"),
+        }
+    }
+}
+
+impl std::error::Error for SettingError {}
+
 /// A bad egress variable: its name (as set) and what is wrong, never its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvError {
     pub var: &'static str,
-    pub message: String,
+    pub error: SettingError,
 }
+
+impl fmt::Display for EnvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.var, self.error)
+    }
+}
+
+impl std::error::Error for EnvError {}
 
 impl Egress {
     /// Reads the variables through `get` (empty values count as unset).
@@ -311,12 +348,12 @@ impl Egress {
         };
         let proxy = |names| -> Result<Option<ProxyUrl>, EnvError> {
             read(names)
-                .map(|(var, v)| ProxyUrl::parse(&v).map_err(|message| EnvError { var, message }))
+                .map(|(var, v)| ProxyUrl::parse(&v).map_err(|error| EnvError { var, error }))
                 .transpose()
         };
         let no_proxy = match read(NO_PROXY) {
             None => NoProxy::default(),
-            Some((var, v)) => NoProxy::parse(&v).map_err(|message| EnvError { var, message })?,
+            Some((var, v)) => NoProxy::parse(&v).map_err(|error| EnvError { var, error })?,
         };
         Ok(Egress {
             https: proxy(HTTPS_PROXY)?,
@@ -496,7 +533,7 @@ mod tests {
             "http://h:0",
         ] {
             let e = ProxyUrl::parse(bad).unwrap_err();
-            assert!(!e.contains("pw"), "{e}");
+            assert!(!e.to_string().contains("pw"), "{e}");
         }
     }
 
@@ -529,7 +566,8 @@ mod tests {
             .is_none());
         let err = env(&[("http_proxy", "socks5://u:secret@p")]).unwrap_err();
         assert_eq!(err.var, "http_proxy");
-        assert!(!err.message.contains("secret"));
+        assert!(!err.to_string().contains("secret"));
+        assert_eq!(err.error, SettingError::Scheme("socks5".into()));
         assert_eq!(env(&[("NO_PROXY", "not a host")]).unwrap_err().var, "NO_PROXY");
     }
 

@@ -3,7 +3,7 @@
 //! No actor and no session state: proxy-actors' upstream actor owns one [`transport::Client`]
 //! per upstream (built on the actor's own thread), keeps the session, and says what each
 //! request carries of it ([`transport::Envelope`]); this crate turns that into HTTP and the
-//! reply back into JSON-RPC, and names every failure precisely ([`UpstreamError`]).
+//! reply back into JSON-RPC, and names every failure precisely ([`WireError`]).
 //!
 //! # Layout
 //!
@@ -17,14 +17,16 @@
 //!   and what a failed handshake is called.
 //! - [`egress`]: `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` rules and the `CONNECT` handshake, pure
 //!   and unit-tested.
-//! - [`error`]: [`UpstreamError`], phrased for a model and an operator (retryable, advice),
-//!   and [`CancelReason`], which its `Cancelled` variant carries. The cancel handle and token
-//!   are not here: the client never needs them (an abandoned request is a dropped future);
-//!   they are the actor's (proxy-actors' `upstream::cancel`).
+//! - [`error`]: [`WireError`], what went wrong on the wire (connect, TLS, the egress proxy,
+//!   an HTTP status, a redirect, too large, an invalid reply, the upstream's JSON-RPC error)
+//!   and whether retrying may help. What a call means (input required, unanswered,
+//!   cancelled) is proxy-actors' `upstream::UpstreamError`; the advice naming a setting is the
+//!   binary's (`advice`). The cancel handle and token are not here either: the client never
+//!   needs them (an abandoned request is a dropped future).
 //! - [`classify`]: pure reply classifiers: which era a probe's answer says, whether a reply
 //!   means a lost session or a changed era, the result or a precise error. They are here, not
 //!   beside the session, because of what they depend on: this crate's [`transport::Reply`]
-//!   and [`UpstreamError`] and `mcp-wire`'s JSON-RPC and era types, nothing of the session's
+//!   and [`WireError`] and `mcp-wire`'s JSON-RPC and era types, nothing of the session's
 //!   state. The session's client code (proxy-actors' `upstream::connection`) acts on their
 //!   verdict ([`classify::Attempt`]).
 //!
@@ -54,4 +56,4 @@ pub mod tls;
 pub mod transport;
 
 pub use connector::{Network, NetworkError};
-pub use error::{CancelReason, UpstreamError};
+pub use error::WireError;

@@ -29,7 +29,7 @@ use futures_util::Stream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::connector::{self, Io, Network};
-use crate::error::UpstreamError;
+use crate::error::WireError;
 
 /// A response body, chunk by chunk.
 pub type Body = Pin<Box<dyn Stream<Item = Result<Bytes, PayloadError>>>>;
@@ -50,13 +50,13 @@ pub async fn exchange(
     body: Option<&Bytes>,
     connect_timeout: Duration,
     network: &Network,
-) -> Result<(u16, HeaderMap, Body), UpstreamError> {
+) -> Result<(u16, HeaderMap, Body), WireError> {
     let uri: Uri = url
         .parse()
-        .map_err(|e| UpstreamError::Connect(format!("invalid upstream URL: {e}")))?;
+        .map_err(|e| WireError::Connect(format!("invalid upstream URL: {e}")))?;
     let host = uri
         .host()
-        .ok_or_else(|| UpstreamError::Connect("the upstream URL has no host".into()))?;
+        .ok_or_else(|| WireError::Connect("the upstream URL has no host".into()))?;
     let host_header = match uri.port_u16() {
         Some(p) => format!("{host}:{p}"),
         None => host.to_string(),
@@ -65,7 +65,7 @@ pub async fn exchange(
     let head = request_head(method, &uri, &host_header, headers, body)?;
     send(&mut sock, &head, body)
         .await
-        .map_err(|e| UpstreamError::Connect(format!("sending the request failed: {e}")))?;
+        .map_err(|e| WireError::Connect(format!("sending the request failed: {e}")))?;
     let mut buf = BytesMut::with_capacity(READ_SIZE);
     let (status, headers) = read_head(&mut sock, &mut buf).await?;
     let reader = Reader {
@@ -89,13 +89,13 @@ fn request_head(
     host_header: &str,
     headers: &[(std::borrow::Cow<'static, str>, String)],
     body: Option<&Bytes>,
-) -> Result<String, UpstreamError> {
+) -> Result<String, WireError> {
     let target = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
     let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {host_header}\r\nConnection: close\r\n");
     for (name, value) in headers {
         // The same validity rule as awc's: no control characters (no header injection).
         if HeaderName::from_bytes(name.as_bytes()).is_err() || HeaderValue::from_str(value).is_err() {
-            return Err(UpstreamError::Connect(format!("invalid header {name}")));
+            return Err(WireError::Connect(format!("invalid header {name}")));
         }
         head.push_str(name);
         head.push_str(": ");
@@ -122,12 +122,12 @@ async fn send(sock: &mut Box<dyn Io>, head: &str, body: Option<&Bytes>) -> io::R
 
 /// Reads until the final reply head (interim 1xx replies skipped): its status and headers,
 /// with `buf` left holding what followed it.
-async fn read_head(sock: &mut Box<dyn Io>, buf: &mut BytesMut) -> Result<(u16, HeaderMap), UpstreamError> {
+async fn read_head(sock: &mut Box<dyn Io>, buf: &mut BytesMut) -> Result<(u16, HeaderMap), WireError> {
     loop {
         let (status, headers, used) = loop {
             let parsed = parse_head(buf)?;
             if parsed.as_ref().map_or(buf.len(), |p| p.2) > MAX_HEAD_BYTES {
-                return Err(UpstreamError::InvalidReply(format!(
+                return Err(WireError::InvalidReply(format!(
                     "the reply's head exceeds {MAX_HEAD_BYTES} bytes"
                 )));
             }
@@ -137,12 +137,12 @@ async fn read_head(sock: &mut Box<dyn Io>, buf: &mut BytesMut) -> Result<(u16, H
             buf.reserve(READ_SIZE);
             match sock.read_buf(buf).await {
                 Ok(0) => {
-                    return Err(UpstreamError::InvalidReply(
+                    return Err(WireError::InvalidReply(
                         "the connection closed before the reply's head".into(),
                     ))
                 }
                 Ok(_) => {}
-                Err(e) => return Err(UpstreamError::Connect(format!("reading the reply failed: {e}"))),
+                Err(e) => return Err(WireError::Connect(format!("reading the reply failed: {e}"))),
             }
         };
         buf.advance(used);
@@ -155,7 +155,7 @@ async fn read_head(sock: &mut Box<dyn Io>, buf: &mut BytesMut) -> Result<(u16, H
 }
 
 /// How the body of a reply to `method` with `status` and `headers` ends.
-fn framing(method: &Method, status: u16, headers: &HeaderMap) -> Result<Framing, UpstreamError> {
+fn framing(method: &Method, status: u16, headers: &HeaderMap) -> Result<Framing, WireError> {
     let chunked = headers
         .get_all(awc::http::header::TRANSFER_ENCODING)
         .any(|v| v.to_str().is_ok_and(|s| s.to_ascii_lowercase().contains("chunked")));
@@ -174,8 +174,8 @@ fn framing(method: &Method, status: u16, headers: &HeaderMap) -> Result<Framing,
 
 /// Parses a complete response head at the start of `buf`: status, headers and its length.
 /// `None` while the head is incomplete.
-fn parse_head(buf: &[u8]) -> Result<Option<(u16, HeaderMap, usize)>, UpstreamError> {
-    let bad = |what: &str| UpstreamError::InvalidReply(format!("malformed reply head: {what}"));
+fn parse_head(buf: &[u8]) -> Result<Option<(u16, HeaderMap, usize)>, WireError> {
+    let bad = |what: &str| WireError::InvalidReply(format!("malformed reply head: {what}"));
     let mut lines = Vec::new();
     let mut start = 0;
     let mut end = None;
@@ -191,7 +191,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<(u16, HeaderMap, usize)>, UpstreamErr
             break;
         }
         if lines.len() > MAX_HEADERS {
-            return Err(UpstreamError::InvalidReply(format!(
+            return Err(WireError::InvalidReply(format!(
                 "the reply has more than {MAX_HEADERS} header lines"
             )));
         }
@@ -225,16 +225,16 @@ fn parse_head(buf: &[u8]) -> Result<Option<(u16, HeaderMap, usize)>, UpstreamErr
 }
 
 /// The `Content-Length`, if any; several different values are an error.
-fn content_length(headers: &HeaderMap) -> Result<Option<u64>, UpstreamError> {
+fn content_length(headers: &HeaderMap) -> Result<Option<u64>, WireError> {
     let mut out: Option<u64> = None;
     for v in headers.get_all(awc::http::header::CONTENT_LENGTH) {
         let n: u64 = v
             .to_str()
             .ok()
             .and_then(|s| s.trim().parse().ok())
-            .ok_or_else(|| UpstreamError::InvalidReply("malformed reply head: Content-Length".into()))?;
+            .ok_or_else(|| WireError::InvalidReply("malformed reply head: Content-Length".into()))?;
         if out.is_some_and(|o| o != n) {
-            return Err(UpstreamError::InvalidReply(
+            return Err(WireError::InvalidReply(
                 "malformed reply head: conflicting Content-Length values".into(),
             ));
         }

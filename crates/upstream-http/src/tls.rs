@@ -25,10 +25,10 @@
 //! direct reader), and h2 would bring nothing to one request stream per upstream call.
 //!
 //! # Errors
-//! [`classify`] turns a rustls error into an [`UpstreamError`] that says which side failed
-//! and what to do: an unknown issuer is [`UpstreamError::CertificateNotTrusted`] (set
+//! [`classify`] turns a rustls error into an [`WireError`] that says which side failed
+//! and what to do: an unknown issuer is [`WireError::CertificateNotTrusted`] (set
 //! `UPSTREAM_CA_FILE`), a certificate for another name is
-//! [`UpstreamError::CertificateNameMismatch`], anything else [`UpstreamError::Tls`].
+//! [`WireError::CertificateNameMismatch`], anything else [`WireError::Tls`].
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,7 +38,7 @@ use rustls::{CertificateError, ClientConfig, RootCertStore};
 use rustls_pki_types::pem::PemObject;
 
 use crate::connector::NetworkError;
-use crate::error::UpstreamError;
+use crate::error::WireError;
 
 /// The CA certificates of `UPSTREAM_CA_FILE`, read and checked at start.
 #[derive(Clone, PartialEq, Eq)]
@@ -206,20 +206,20 @@ pub(crate) fn client_config(ca_file: Option<&CaFile>) -> Result<Trust, NetworkEr
 }
 
 /// What a failed handshake with the upstream `host` means.
-pub fn classify(err: &rustls::Error, host: &str) -> UpstreamError {
+pub fn classify(err: &rustls::Error, host: &str) -> WireError {
     let host = host.to_string();
     let detail = err.to_string();
     match err {
         rustls::Error::InvalidCertificate(c) => match c {
             CertificateError::UnknownIssuer | CertificateError::BadSignature => {
-                UpstreamError::CertificateNotTrusted { host, detail }
+                WireError::CertificateNotTrusted { host, detail }
             }
             CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
-                UpstreamError::CertificateNameMismatch { host, detail }
+                WireError::CertificateNameMismatch { host, detail }
             }
-            _ => UpstreamError::Tls { host, detail },
+            _ => WireError::Tls { host, detail },
         },
-        _ => UpstreamError::Tls { host, detail },
+        _ => WireError::Tls { host, detail },
     }
 }
 
@@ -247,23 +247,26 @@ mod tests {
     }
 
     #[test]
-    fn handshake_errors_say_what_to_do() {
+    fn handshake_errors_say_what_failed() {
         let e = classify(
             &rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer),
             "mcp.corp",
         );
-        assert!(matches!(e, UpstreamError::CertificateNotTrusted { .. }));
+        assert!(matches!(e, WireError::CertificateNotTrusted { .. }));
         assert!(e.to_string().contains("not trusted"), "{e}");
-        assert!(e.to_string().contains("UPSTREAM_CA_FILE"), "{e}");
+        assert!(
+            !e.to_string().contains("UPSTREAM_CA_FILE"),
+            "the setting is named at the edge: {e}"
+        );
         assert!(!e.retryable());
         let e = classify(
             &rustls::Error::InvalidCertificate(CertificateError::NotValidForName),
             "mcp.corp",
         );
-        assert!(matches!(e, UpstreamError::CertificateNameMismatch { .. }));
+        assert!(matches!(e, WireError::CertificateNameMismatch { .. }));
         assert!(e.to_string().contains("mcp.corp"), "{e}");
         let e = classify(&rustls::Error::InvalidCertificate(CertificateError::Expired), "h");
-        assert!(matches!(e, UpstreamError::Tls { .. }));
+        assert!(matches!(e, WireError::Tls { .. }));
         assert!(client_config(None).is_ok());
     }
 }

@@ -18,13 +18,13 @@
 //! Redirects are never followed, on any request (awc's redirect middleware is off): following
 //! one replayed a `tools/call` (arguments, session id, bearer token) to another host and let a
 //! redirected `tools/list` replace an upstream's catalog with another server's tools. A 3xx
-//! reply is [`UpstreamError::Redirect`], which names only the `Location`'s host (the full
+//! reply is [`WireError::Redirect`], which names only the `Location`'s host (the full
 //! URL may carry secrets).
 //!
 //! Connections: `http://` and `https://` (rustls, the trust of `tls.rs`), directly or through
 //! an egress proxy's `CONNECT` tunnel, as `connector.rs` decides for awc (its custom TCP
 //! connector) and for `raw.rs` alike. A failed handshake or a proxy's refusal keeps its
-//! precise [`UpstreamError`] kind (`send_error`), so the operator reads *certificate not
+//! precise [`WireError`] kind (`send_error`), so the operator reads *certificate not
 //! trusted* or *proxy refused with 407*, not "connection failed".
 //!
 //! Close-delimited replies (HTTP/1.1, no `Content-Length`, not chunked): awc reads them as
@@ -52,7 +52,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::connector::{self, EgressConnector, Network};
-use crate::error::UpstreamError;
+use crate::error::WireError;
 use crate::raw;
 use mcp_wire::jsonrpc::{RequestId, RpcError};
 use mcp_wire::{modern, sse};
@@ -277,7 +277,7 @@ impl Client {
         request: Request<'_>,
         body: Option<Bytes>,
         need_body: bool,
-    ) -> Result<Incoming, UpstreamError> {
+    ) -> Result<Incoming, WireError> {
         self.exchange(Outgoing {
             method: request.method(),
             headers: headers(self.bearer.as_deref(), envelope, &request),
@@ -288,7 +288,7 @@ impl Client {
         .await
     }
 
-    async fn exchange(&self, req: Outgoing) -> Result<Incoming, UpstreamError> {
+    async fn exchange(&self, req: Outgoing) -> Result<Incoming, WireError> {
         if !self.close_delimited.get() {
             match self.send_awc(&req).await? {
                 AwcOutcome::Reply(r) => return Ok(r),
@@ -296,7 +296,7 @@ impl Client {
                     self.close_delimited.set(true);
                     log::warn!(url_host = host_of(&self.url).unwrap_or_default().as_str(); "upstream replies are close-delimited: reading them over one connection per request");
                     if !req.idempotent {
-                        return Err(UpstreamError::InvalidReply(BODY_DROPPED.into()));
+                        return Err(WireError::InvalidReply(BODY_DROPPED.into()));
                     }
                 }
             }
@@ -312,7 +312,7 @@ impl Client {
         )
         .await
         .map_err(|e| match e {
-            UpstreamError::Timeout { .. } => UpstreamError::Timeout {
+            WireError::Timeout { .. } => WireError::Timeout {
                 elapsed: started.elapsed(),
             },
             e => e,
@@ -321,7 +321,7 @@ impl Client {
         Ok(Incoming { status, headers, body })
     }
 
-    async fn send_awc(&self, req: &Outgoing) -> Result<AwcOutcome, UpstreamError> {
+    async fn send_awc(&self, req: &Outgoing) -> Result<AwcOutcome, WireError> {
         let started = Instant::now();
         let build = || {
             let mut r = self.awc.request(req.method.clone(), self.url.as_str());
@@ -375,7 +375,7 @@ fn body_dropped(method: &Method, version: Version, status: u16, headers: &Header
 }
 
 /// A 3xx reply is an error: redirects are never followed.
-fn check_redirect(status: u16, headers: &HeaderMap, url: &str) -> Result<(), UpstreamError> {
+fn check_redirect(status: u16, headers: &HeaderMap, url: &str) -> Result<(), WireError> {
     if !(300..400).contains(&status) {
         return Ok(());
     }
@@ -383,7 +383,7 @@ fn check_redirect(status: u16, headers: &HeaderMap, url: &str) -> Result<(), Ups
     // A relative Location points at the upstream's own host.
     let location_host =
         location.and_then(|l| host_of(l).or_else(|| l.starts_with('/').then(|| host_of(url)).flatten()));
-    Err(UpstreamError::Redirect { status, location_host })
+    Err(WireError::Redirect { status, location_host })
 }
 
 /// The host of an absolute URL (never its user info, path or query), at most 255 characters.
@@ -449,7 +449,7 @@ pub struct RpcMessage {
 
 impl RpcMessage {
     /// Reads a JSON-RPC message; anything but a JSON object is an error.
-    pub fn parse(bytes: &[u8]) -> Result<RpcMessage, String> {
+    pub(crate) fn parse(bytes: &[u8]) -> Result<RpcMessage, String> {
         match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
             Some(b'{') => serde_json::from_slice(bytes).map_err(|e| e.to_string()),
             Some(_) => Err("not a JSON object".into()),
@@ -495,7 +495,7 @@ impl Client {
         expect_id: Option<&RequestId>,
         max_bytes: usize,
         on_notification: NotificationSink<'_>,
-    ) -> Result<Reply, UpstreamError> {
+    ) -> Result<Reply, WireError> {
         let mut resp = self
             .send(envelope, Request::Post(message), Some(body), expect_id.is_some())
             .await?;
@@ -533,7 +533,7 @@ impl Client {
                 };
             }
             if expect_id.is_some() && read.message.is_none() && (200..300).contains(&status) {
-                return Err(UpstreamError::InvalidReply(
+                return Err(WireError::InvalidReply(
                     "the SSE stream ended without a response to the request".into(),
                 ));
             }
@@ -547,7 +547,7 @@ impl Client {
 
         let declared = resp.header("content-length").and_then(|v| v.trim().parse::<u64>().ok());
         if declared.is_some_and(|n| n > max_bytes as u64) {
-            return Err(UpstreamError::TooLarge { limit: max_bytes });
+            return Err(WireError::TooLarge { limit: max_bytes });
         }
         let bytes = read_body(&mut resp.body, max_bytes).await?;
         let message = if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -556,16 +556,14 @@ impl Client {
             match RpcMessage::parse(&bytes) {
                 Ok(m) => Some(Body::Rpc(m)),
                 Err(e) if (200..300).contains(&status) && expect_id.is_some() => {
-                    return Err(UpstreamError::InvalidReply(format!(
-                        "body is not a JSON-RPC message ({e})"
-                    )))
+                    return Err(WireError::InvalidReply(format!("body is not a JSON-RPC message ({e})")))
                 }
                 // An error status with another body: keep a readable excerpt for the message.
                 Err(_) => Some(Body::Text(excerpt(&bytes))),
             }
         };
         if expect_id.is_some() && message.is_none() && (200..300).contains(&status) {
-            return Err(UpstreamError::InvalidReply(format!("empty body with HTTP {status}")));
+            return Err(WireError::InvalidReply(format!("empty body with HTTP {status}")));
         }
         Ok(Reply {
             status,
@@ -582,7 +580,7 @@ impl Client {
         &self,
         envelope: Envelope<'_>,
         post: Option<(Message<'_>, Bytes)>,
-    ) -> Result<Incoming, UpstreamError> {
+    ) -> Result<Incoming, WireError> {
         match post {
             Some((message, body)) => self.send(envelope, Request::Post(message), Some(body), true).await,
             None => self.send(envelope, Request::ListenStream, None, true).await,
@@ -590,19 +588,19 @@ impl Client {
     }
 
     /// `DELETE` of a legacy session (`envelope` names it); the reply's status.
-    pub async fn end_session(&self, envelope: Envelope<'_>) -> Result<u16, UpstreamError> {
+    pub async fn end_session(&self, envelope: Envelope<'_>) -> Result<u16, WireError> {
         let resp = self.send(envelope, Request::EndSession, None, false).await?;
         Ok(resp.status)
     }
 }
 
 /// Reads a whole (non-SSE) body, at most `max_bytes`.
-async fn read_body(body: &mut raw::Body, max_bytes: usize) -> Result<BytesMut, UpstreamError> {
+async fn read_body(body: &mut raw::Body, max_bytes: usize) -> Result<BytesMut, WireError> {
     let mut out = BytesMut::new();
     while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(|e| payload_error(e, max_bytes))?;
         if out.len() + chunk.len() > max_bytes {
-            return Err(UpstreamError::TooLarge { limit: max_bytes });
+            return Err(WireError::TooLarge { limit: max_bytes });
         }
         out.extend_from_slice(&chunk);
     }
@@ -630,7 +628,7 @@ async fn read_sse(
     max_bytes: usize,
     seen: &mut usize,
     on_notification: NotificationSink<'_>,
-) -> Result<SseRead, UpstreamError> {
+) -> Result<SseRead, WireError> {
     let mut decoder = sse::Decoder::new();
     let mut out = SseRead {
         message: None,
@@ -669,7 +667,7 @@ async fn read_sse(
         let chunk = chunk.map_err(|e| payload_error(e, max_bytes))?;
         *seen += chunk.len();
         if *seen > max_bytes {
-            return Err(UpstreamError::TooLarge { limit: max_bytes });
+            return Err(WireError::TooLarge { limit: max_bytes });
         }
         for ev in decoder.feed(&chunk) {
             if handle(ev, &mut out) {
@@ -677,7 +675,7 @@ async fn read_sse(
             }
         }
         if decoder.pending_len() > max_bytes {
-            return Err(UpstreamError::TooLarge { limit: max_bytes });
+            return Err(WireError::TooLarge { limit: max_bytes });
         }
     }
     if let Some(ev) = decoder.finish() {
@@ -699,28 +697,28 @@ pub fn excerpt(bytes: &[u8]) -> String {
     }
 }
 
-/// An awc failure as an [`UpstreamError`]: an egress proxy's refusal and a TLS handshake's
+/// An awc failure as an [`WireError`]: an egress proxy's refusal and a TLS handshake's
 /// failure keep their precise kinds (see `connector::classify_io`).
-fn send_error(e: awc::error::SendRequestError, started: Instant, url: &str) -> UpstreamError {
+fn send_error(e: awc::error::SendRequestError, started: Instant, url: &str) -> WireError {
     use awc::error::{ConnectError, SendRequestError as E};
     match e {
-        E::Timeout => UpstreamError::Timeout {
+        E::Timeout => WireError::Timeout {
             elapsed: started.elapsed(),
         },
         E::Connect(ConnectError::Io(io)) => connector::classify_io(&io, &host_of(url).unwrap_or_default())
-            .unwrap_or_else(|| UpstreamError::Connect(io.to_string())),
+            .unwrap_or_else(|| WireError::Connect(io.to_string())),
         E::Connect(ConnectError::Timeout) => {
-            UpstreamError::Connect("timed out while connecting (TCP, egress proxy tunnel or TLS handshake)".into())
+            WireError::Connect("timed out while connecting (TCP, egress proxy tunnel or TLS handshake)".into())
         }
-        E::Connect(c) => UpstreamError::Connect(c.to_string()),
-        other => UpstreamError::Connect(other.to_string()),
+        E::Connect(c) => WireError::Connect(c.to_string()),
+        other => WireError::Connect(other.to_string()),
     }
 }
 
-fn payload_error(e: PayloadError, max_bytes: usize) -> UpstreamError {
+fn payload_error(e: PayloadError, max_bytes: usize) -> WireError {
     match e {
-        PayloadError::Overflow => UpstreamError::TooLarge { limit: max_bytes },
-        other => UpstreamError::InvalidReply(format!("reading the body failed: {other}")),
+        PayloadError::Overflow => WireError::TooLarge { limit: max_bytes },
+        other => WireError::InvalidReply(format!("reading the body failed: {other}")),
     }
 }
 
@@ -740,7 +738,7 @@ mod tests {
         assert!(check_redirect(200, &h, "http://up:1/mcp").is_ok());
         assert_eq!(
             check_redirect(302, &h, "http://up:1/mcp"),
-            Err(UpstreamError::Redirect {
+            Err(WireError::Redirect {
                 status: 302,
                 location_host: None
             })
@@ -752,7 +750,7 @@ mod tests {
         let e = check_redirect(307, &h, "http://up:1/mcp").unwrap_err();
         assert_eq!(
             e,
-            UpstreamError::Redirect {
+            WireError::Redirect {
                 status: 307,
                 location_host: Some("evil.example".into())
             }
@@ -766,7 +764,7 @@ mod tests {
         h.insert(header::LOCATION, HeaderValue::from_static("/elsewhere?k=v"));
         assert_eq!(
             check_redirect(308, &h, "http://up:1/mcp"),
-            Err(UpstreamError::Redirect {
+            Err(WireError::Redirect {
                 status: 308,
                 location_host: Some("up".into())
             })
@@ -932,7 +930,7 @@ mod tests {
         Network::direct().expect("the TLS configuration builds")
     }
 
-    async fn post_to(client: &Client, idempotent: bool) -> Result<Reply, UpstreamError> {
+    async fn post_to(client: &Client, idempotent: bool) -> Result<Reply, WireError> {
         let message = Message {
             method: Some("tools/list"),
             idempotent,

@@ -33,7 +33,7 @@ pub mod signature;
 pub use call::{prepare, CallOutcome, Prepared, Rejection, UpstreamFailure, REPAIRS_META_KEY};
 pub use definitions::*;
 pub use describe::{describe, DescribeAnswer};
-pub use names::{check_name, closest_names};
+pub use names::{check_name, closest_names, BadName};
 pub use outcome::{error_result, result, usage_error, RefreshOutcome, ToolOutcome, ToolResult, ERROR_TEXT_CHARS};
 pub use request::{CallRequest, DescribeRequest, SearchRequest, ToolKind, ToolRequest, UsageError};
 pub use search::{search, SearchAnswer, SearchVectors};

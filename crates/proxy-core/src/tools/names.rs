@@ -8,20 +8,42 @@ use crate::catalog::Snapshot;
 /// A tool name a client sent, checked before any work is done for it: not longer than any
 /// admitted name, and free of control and invisible characters (admitted names have none, so
 /// such a name can only be a mistake or an attempt to smuggle text into logs and replies).
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), BadName> {
     if name.len() > MAX_TOOL_NAME_CHARS && name.chars().nth(MAX_TOOL_NAME_CHARS).is_some() {
-        return Err(format!(
-            "tool name is {} characters long; no tool name is longer than {MAX_TOOL_NAME_CHARS}. Use a name the search tool (mcp_search) gave",
-            name.chars().count()
-        ));
+        return Err(BadName::TooLong {
+            chars: name.chars().count(),
+        });
     }
     if name.chars().any(ingest::is_hidden) {
-        return Err(
-            "tool name contains control or invisible characters; use a name exactly as the search tool (mcp_search) returned it".into(),
-        );
+        return Err(BadName::Hidden);
     }
     Ok(())
 }
+
+/// Why a client's tool name was refused; its text tells the model what to send instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadName {
+    /// Longer than any admitted name (its length in characters).
+    TooLong { chars: usize },
+    /// Holds control or invisible characters.
+    Hidden,
+}
+
+impl std::fmt::Display for BadName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadName::TooLong { chars } => write!(
+                f,
+                "tool name is {chars} characters long; no tool name is longer than {MAX_TOOL_NAME_CHARS}. Use a name the search tool (mcp_search) gave"
+            ),
+            BadName::Hidden => f.write_str(
+                "tool name contains control or invisible characters; use a name exactly as the search tool (mcp_search) returned it",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BadName {}
 
 /// Up to three catalog names close to a name that does not exist: one typo away, then what
 /// a search for the name finds. Suggested, never run.

@@ -197,7 +197,7 @@ fn describe(args: &Map<String, Value>) -> Result<DescribeRequest, UsageError> {
         return Err(usage(format!("at most {MAX_DESCRIBE} names per call; split the list")));
     }
     if let Some(e) = names.iter().find_map(|n| check_name(n).err()) {
-        return Err(usage(e));
+        return Err(usage(e.to_string()));
     }
     Ok(DescribeRequest { names })
 }
@@ -213,7 +213,7 @@ fn call(args: &Map<String, Value>) -> Result<CallRequest, UsageError> {
             ))
         }
     };
-    check_name(&name).map_err(usage)?;
+    check_name(&name).map_err(|e| usage(e.to_string()))?;
     let arguments = call_arguments(args.get("arguments")).map_err(usage)?;
     Ok(CallRequest {
         name,

@@ -237,6 +237,24 @@ struct ModelFile {
 /// The model the service ranks with (see the module docs).
 const BUILTIN_MODEL: &str = include_str!("../fusion-model.json");
 
+/// Why a fusion model file was refused (its text names the field or term at fault).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelError(String);
+
+impl From<String> for ModelError {
+    fn from(message: String) -> ModelError {
+        ModelError(message)
+    }
+}
+
+impl std::fmt::Display for ModelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ModelError {}
+
 impl FusionModel {
     /// The shipped model, parsed once (a unit test checks that it parses).
     pub fn builtin() -> &'static FusionModel {
@@ -246,7 +264,7 @@ impl FusionModel {
 
     /// Reads a model file: terms name known features and signals, every number is finite
     /// and the cosine bar in [0, 1].
-    pub fn from_json(text: &str) -> Result<FusionModel, String> {
+    pub fn from_json(text: &str) -> Result<FusionModel, ModelError> {
         let f: ModelFile = serde_json::from_str(text).map_err(|e| format!("fusion model: {e}"))?;
         let terms = f
             .terms
@@ -254,7 +272,9 @@ impl FusionModel {
             .map(|(n, w)| Term::parse(n, *w))
             .collect::<Result<Vec<_>, _>>()?;
         if !(0.0..=1.0).contains(&f.abstain_below) {
-            return Err("fusion model: abstain_below must be a cosine in [0, 1]".into());
+            return Err(ModelError(
+                "fusion model: abstain_below must be a cosine in [0, 1]".into(),
+            ));
         }
         let mut trees = Vec::with_capacity(f.trees.len());
         for t in &f.trees {
