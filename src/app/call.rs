@@ -9,9 +9,9 @@ use serde_json::Value;
 
 use proxy_actors::catalog::{Refresh, RefreshReason};
 use proxy_actors::retrieval::{self, ClientKey};
+use proxy_actors::upstream::UpstreamError;
 use proxy_actors::upstream::{CallTool, Called};
 use proxy_core::asking::{self, CallKey, Opened, RoundAnswers};
-use proxy_actors::upstream::UpstreamError;
 use proxy_core::catalog::resolve::{resolve, Resolution};
 use proxy_core::catalog::Snapshot;
 use proxy_core::request_state;

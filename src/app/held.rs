@@ -10,10 +10,10 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use proxy_actors::asking::{self as desk, Ask, Driven, HeldCall};
+use proxy_actors::upstream::UpstreamError;
 use proxy_actors::upstream::{cancel_pair, CallTool, CancelToken};
 use proxy_core::asking::{self, CallKey, Timeouts};
 use proxy_core::request_state::{self, Resume};
-use proxy_actors::upstream::UpstreamError;
 use proxy_core::tools::CallOutcome;
 use proxy_metrics::Metrics;
 
