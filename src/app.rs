@@ -140,7 +140,7 @@ impl App {
 
 impl<P: Peers> App<P> {
     /// An application over `peers` (the actors, or fakes in tests). Must run inside an
-    /// actix `System` (it starts the retrieval tracker and the held calls).
+    /// actix `System` (it starts the retrieval tracker and the asking desk).
     pub fn with_peers(
         peers: P,
         snapshots: watch::Receiver<Arc<Snapshot>>,
