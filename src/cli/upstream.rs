@@ -87,13 +87,13 @@ impl UpstreamArgs {
 }
 
 /// The tool definitions of a catalog file, verbatim (unknown keys kept: they are served as is).
-pub fn load_tools(path: &std::path::Path) -> Result<Vec<Value>, String> {
+fn load_tools(path: &std::path::Path) -> Result<Vec<Value>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     tools_of(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Parses `{"tools": [...]}` or `{"upstreams": [{"tools": [...]}, ...]}` into one tool list.
-pub fn tools_of(text: &str) -> Result<Vec<Value>, String> {
+fn tools_of(text: &str) -> Result<Vec<Value>, String> {
     let mut file: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
     if let Some(Value::Array(tools)) = file.get_mut("tools").map(Value::take) {
         return Ok(tools);
