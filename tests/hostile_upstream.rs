@@ -316,12 +316,7 @@ async fn a_listing_of_too_many_tools_is_refused() {
 async fn an_overlong_session_id_is_refused() {
     let sid = "s".repeat(5000);
     let a = fake(move |req, _| match req.rpc().as_str() {
-        "initialize" => vec![Part::Send(http(
-            200,
-            "application/json",
-            &[("Mcp-Session-Id", &sid)],
-            result_of(req, init_result(false)).to_string().as_bytes(),
-        ))],
+        "initialize" => initialized_in(req, &sid),
         _ => legacy(req, &[t("s-one")]),
     })
     .await;

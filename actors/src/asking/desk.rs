@@ -286,6 +286,18 @@ mod tests {
         assert!(!deliver(&d, "a", &q1.unwrap(), 0).await);
     }
 
+    /// Holds `call` for client group `c`: its id.
+    async fn hold(d: &Addr<Desk>, call: HeldCall) -> String {
+        d.send(Hold {
+            group: "c".into(),
+            call,
+        })
+        .await
+        .unwrap()
+        .ok()
+        .unwrap()
+    }
+
     /// A held call whose outcome never comes; the receiver tells when it is cancelled.
     fn held() -> (
         HeldCall,
@@ -313,30 +325,14 @@ mod tests {
     async fn a_held_call_is_taken_once_or_expires_and_is_cancelled() {
         let d = desk(4, Duration::from_secs(60));
         let (call, _token, _done) = held();
-        let id = d
-            .send(Hold {
-                group: "c".into(),
-                call,
-            })
-            .await
-            .unwrap()
-            .ok()
-            .unwrap();
+        let id = hold(&d, call).await;
         assert!(d.send(Take("nope".into())).await.unwrap().is_none());
         assert!(d.send(Take(id.clone())).await.unwrap().is_some());
         assert!(d.send(Take(id)).await.unwrap().is_none(), "taken once");
 
         let d = desk(4, Duration::from_millis(20));
         let (call, mut token, _done) = held();
-        let id = d
-            .send(Hold {
-                group: "c".into(),
-                call,
-            })
-            .await
-            .unwrap()
-            .ok()
-            .unwrap();
+        let id = hold(&d, call).await;
         // expired after 20 ms; cancelled after the 2 s grace (the outcome never comes)
         let reason = tokio::time::timeout(Duration::from_secs(5), token.cancelled()).await;
         assert_eq!(reason.ok(), Some(crate::upstream::CancelReason::Unanswered));

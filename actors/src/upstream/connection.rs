@@ -412,7 +412,7 @@ mod tests {
 
     use std::time::Duration;
 
-    use fake_upstream::{fake, http, init_result, json_reply, result_of, Fake, Part, Seen};
+    use fake_upstream::{fake, http, init_result, initialized_in, json_reply, result_of, Fake, Part, Seen};
     use futures_util::future::join_all;
 
     use super::*;
@@ -437,16 +437,7 @@ mod tests {
             "server/discover" => json_reply(
                 &json!({"jsonrpc": "2.0", "id": req.id(), "error": {"code": -32601, "message": "Method not found"}}),
             ),
-            "initialize" => {
-                let body = result_of(req, init_result(false)).to_string();
-                let sid = format!("s{nth}");
-                vec![Part::Send(http(
-                    200,
-                    "application/json",
-                    &[("Mcp-Session-Id", &sid)],
-                    body.as_bytes(),
-                ))]
-            }
+            "initialize" => initialized_in(req, &format!("s{nth}")),
             "tools/list" => list(req, nth).unwrap_or_else(|| json_reply(&result_of(req, json!({"tools": []})))),
             _ => vec![Part::Send(http(202, "", &[], b""))],
         })
@@ -550,16 +541,7 @@ mod tests {
             let hung = hung.clone();
             fake(move |req, nth| match req.rpc().as_str() {
                 "initialize" if hung.get() => vec![Part::Hang],
-                "initialize" => {
-                    let body = result_of(req, init_result(false)).to_string();
-                    let sid = format!("s{nth}");
-                    vec![Part::Send(http(
-                        200,
-                        "application/json",
-                        &[("Mcp-Session-Id", &sid)],
-                        body.as_bytes(),
-                    ))]
-                }
+                "initialize" => initialized_in(req, &format!("s{nth}")),
                 "tools/list" => json_reply(&result_of(req, json!({"tools": []}))),
                 _ => vec![Part::Send(http(202, "", &[], b""))],
             })

@@ -253,6 +253,17 @@ pub fn init_result(list_changed: bool) -> Value {
     })
 }
 
+/// A legacy `initialize` answered with a session (`Mcp-Session-Id: session`).
+pub fn initialized_in(req: &Seen, session: &str) -> Vec<Part> {
+    let body = result_of(req, init_result(false)).to_string();
+    vec![Part::Send(http(
+        200,
+        "application/json",
+        &[("Mcp-Session-Id", session)],
+        body.as_bytes(),
+    ))]
+}
+
 /// A well-behaved stateless legacy upstream with these tools (answers `tools/call` with
 /// `called <name>`).
 pub fn legacy(req: &Seen, tools: &[Value]) -> Vec<Part> {
